@@ -1,0 +1,16 @@
+# The GPU image that builds the published site: every example runs on its GPU.
+#   docker build -t torch-compile-inside .
+#   docker run --gpus all -v "$PWD/site:/home/docs/project/site" torch-compile-inside
+FROM pytorch/pytorch:2.11.0-cuda13.0-cudnn9-devel
+
+# Node.js only to fetch mermaid once, so the site needs no network to view.
+RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --create-home docs
+COPY --chown=docs:docs . /home/docs/project
+WORKDIR /home/docs/project
+# The same script sets up a bare GPU machine; it is exercised there even where Docker can't run.
+RUN docker/setup-image.sh && chown -R docs:docs .cache
+USER docs
+ENV NO_MKDOCS_2_WARNING=1
+CMD ["nox", "--no-venv", "-s", "build"]

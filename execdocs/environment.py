@@ -1,0 +1,63 @@
+"""What this machine is: its device kind and version stamp, asked of torch once and cached.
+
+The build process itself never imports torch (that alone would cost seconds on every rebuild):
+a child process asks, and the answer is cached per Python interpreter and torch version.
+"""
+
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+
+from execdocs.layout import CACHE, EXAMPLES
+
+DEVICE_ENV = "EXECDOCS_DEVICE"  # force a device kind, e.g. to build the CPU site on a GPU machine
+
+_ASK_TORCH = """
+import json, torch, compile_tools
+print(json.dumps({"device": "cuda" if torch.cuda.is_available() else "cpu",
+                  "stamp": compile_tools.environment_stamp()}))
+"""
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of every child process: the helper module importable, caches inside the project."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXAMPLES.parent), str(EXAMPLES), env.get("PYTHONPATH")]))
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "inductor"))
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+@functools.cache
+def _machine() -> dict:
+    torch_version = importlib.metadata.version("torch")
+    tag = hashlib.sha256(f"{sys.executable}|{torch_version}|{os.environ.get('CUDA_VISIBLE_DEVICES')}".encode())
+    cached = CACHE / "environment" / f"{tag.hexdigest()[:16]}.json"
+    if cached.is_file():
+        return json.loads(cached.read_text())
+    answer = subprocess.run(
+        [sys.executable, "-c", _ASK_TORCH], env=child_env(), capture_output=True, text=True, check=True
+    )
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(answer.stdout)
+    return json.loads(answer.stdout)
+
+
+def machine_device() -> str:
+    """"cuda" where torch sees a GPU, else "cpu"; EXECDOCS_DEVICE overrides it."""
+    return os.environ.get(DEVICE_ENV) or _machine()["device"]
+
+
+def machine_stamp() -> dict[str, str]:
+    """The versions of this machine (the date is the day the cache was filled, so the footer restamps it)."""
+    return _machine()["stamp"]
+
+
+def can_run(device: str) -> bool:
+    """Any machine runs CPU examples (with the GPU hidden); CUDA examples need a GPU."""
+    return device == "cpu" or machine_device() == "cuda"

@@ -1,0 +1,102 @@
+"""Example scripts: discovery, named sections, the devices they run on, and their content key."""
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from execdocs.layout import DEVICES, EXAMPLES, ROOT
+
+SECTION_MARKER = re.compile(r"^(?P<indent>[ \t]*)# --8<-- \[(?P<kind>start|end):(?P<name>[^\]]+)\][ \t]*$")
+SECTION_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# An example runs on every device kind unless it says otherwise, e.g. `# execdocs: devices=cuda`.
+DEVICES_DECLARATION = re.compile(r"^# execdocs: devices=(?P<devices>[a-z,]+)[ \t]*$", re.M)
+
+
+class ExampleError(Exception):
+    """An example file that cannot be used as written; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str  # "<chapter>/<topic>", the same name as its page and its block ids
+
+    @property
+    def path(self) -> Path:
+        return EXAMPLES / f"{self.name}.py"
+
+    @property
+    def display_path(self) -> str:
+        return f"examples/{self.name}.py"
+
+    @property
+    def chapter(self) -> str:
+        return self.name.split("/")[0]
+
+    @cached_property
+    def source(self) -> str:
+        if not self.path.is_file():
+            raise ExampleError(f"{self.display_path} does not exist: create it, or fix the name.")
+        return self.path.read_text()
+
+    @cached_property
+    def devices(self) -> tuple[str, ...]:
+        match = DEVICES_DECLARATION.search(self.source)
+        if not match:
+            return DEVICES
+        devices = tuple(match["devices"].split(","))
+        unknown = set(devices) - set(DEVICES)
+        if unknown:
+            raise ExampleError(f"{self.display_path}: unknown device kind(s) {sorted(unknown)}; use {DEVICES}.")
+        return devices
+
+    @cached_property
+    def sections(self) -> dict[str, int]:
+        """Each section's name and the line of its start marker, checked for pairing."""
+        opened: dict[str, int] = {}
+        closed: dict[str, int] = {}
+        for lineno, line in enumerate(self.source.splitlines(), start=1):
+            match = SECTION_MARKER.match(line)
+            if not match:
+                continue
+            name, where = match["name"], f"{self.display_path}:{lineno}"
+            if not SECTION_NAME.match(name):
+                raise ExampleError(f"{where}: section name {name!r} must be lowercase words joined by hyphens.")
+            if match["kind"] == "start":
+                if name in opened:
+                    raise ExampleError(f"{where}: section {name!r} starts twice; give it another name.")
+                opened[name] = lineno
+            else:
+                if name not in opened or name in closed:
+                    raise ExampleError(f"{where}: section {name!r} ends without a start; add `# --8<-- [start:{name}]`.")
+                closed[name] = lineno
+        for name, lineno in opened.items():
+            if name not in closed:
+                raise ExampleError(
+                    f"{self.display_path}:{lineno}: section {name!r} never ends; add `# --8<-- [end:{name}]`."
+                )
+        return opened
+
+    def runs_on(self, device: str) -> bool:
+        return device in self.devices
+
+
+def all_examples() -> list[Example]:
+    """Every `examples/<chapter>/<topic>.py`; modules starting with `_` are support code, not examples."""
+    return [
+        Example(str(path.relative_to(EXAMPLES).with_suffix("")))
+        for path in sorted(EXAMPLES.glob("*/*.py"))
+        if not path.name.startswith("_")
+    ]
+
+
+def content_key(files: list[str]) -> str:
+    """A hash of the files (paths relative to the repository) whose content produced an output."""
+    digest = hashlib.sha256()
+    for relative_path in sorted(set(files)):
+        digest.update(relative_path.encode() + b"\0")
+        path = ROOT / relative_path
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+        digest.update(b"\0")
+    return digest.hexdigest()

@@ -1,0 +1,84 @@
+"""MkDocs hook: bring every example output a page shows up to date before any page renders.
+
+- on_config: the build's version stamp, for the footer of every page.
+- on_pre_build: run missing or stale examples (two at a time), then fail the build with one
+  sentence per problem, naming the page, the block and the example's file:line.
+- on_files: serve the vendored JavaScript from the site itself.
+- on_page_markdown: make GPU-only blocks say so on the page.
+"""
+
+import datetime
+import logging
+import re
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
+
+from execdocs import runner
+from execdocs.environment import can_run, machine_device, machine_stamp
+from execdocs.markdown_blocks import blocks
+from execdocs.pages import PageError, all_references, default_device, problem
+from execdocs.vendor import ASSETS, vendored
+
+log = logging.getLogger("mkdocs.plugins.execdocs")
+
+GPU_ONLY_NOTE = (
+    '!!! gpu-only "Needs a CUDA GPU"\n'
+    "    The block below runs only where torch sees a CUDA GPU. This {device} build did not run it, and "
+    "the CPU tests report it as skipped; the GPU image runs and verifies it.\n\n"
+)
+
+
+def on_config(config):
+    stamp = dict(machine_stamp())
+    stamp["date"] = datetime.date.today().isoformat()
+    stamp["device"] = machine_device()
+    config.extra["build"] = stamp
+    config.extra_javascript[:0] = [f"assets/vendor/{site_name}" for *_, site_name in ASSETS]
+    return config
+
+
+def on_pre_build(config):
+    try:
+        references = all_references()
+    except PageError as error:
+        raise PluginError(str(error)) from None
+    machine = machine_device()
+    wanted = [
+        (reference, reference.device or default_device(reference.example, machine))
+        for reference in references
+    ]
+    runnable = [(ref.example, device) for ref, device in wanted if ref.shows_output and ref.example.runs_on(device)]
+    results = runner.ensure_all(runnable)
+    problems = [
+        problem(reference, device, results.get((reference.example.name, device)), can_run(device))
+        for reference, device in wanted
+    ]
+    problems = [message for message in problems if message]
+    if problems:
+        raise PluginError("examples the pages need are not usable:\n" + "\n".join(problems))
+
+
+def on_files(files, config):
+    for *_, site_name in ASSETS:
+        source = vendored(site_name)
+        if not source.is_file():
+            raise PluginError(f"{source} is missing: run `python -m execdocs.vendor` once (nox sessions do it).")
+        files.append(File(f"assets/vendor/{site_name}", str(source.parent), config["site_dir"], False))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Put a visible note above each ```python requires="cuda"``` block, and drop the attribute."""
+    for block in reversed(blocks(markdown)):
+        if block.attrs.get("requires") != "cuda":
+            continue
+        opening_end = markdown.index("\n", block.start)
+        opening = re.sub(r'\s*requires="cuda"', "", markdown[block.start:opening_end])
+        indent = re.match(r"[ \t]*", opening).group(0)
+        note = "".join(indent + line if line.strip() else line for line in
+                       GPU_ONLY_NOTE.format(device=machine_device().upper()).splitlines(keepends=True))
+        if machine_device() == "cuda":
+            note = ""
+        markdown = markdown[:block.start] + note + opening + markdown[opening_end:]
+    return markdown

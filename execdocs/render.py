@@ -1,0 +1,91 @@
+"""What a markdown-exec block prints to put an example's output on its page.
+
+    ```python exec="on" id="overview/end_to_end:fx-graph"
+    from execdocs import show
+    show("overview/end_to_end:fx-graph")
+    ```
+
+The output comes from the stored result (run first if stale and runnable here), with a line that
+stamps the versions it came from. Output recorded on another kind of device is framed in an
+admonition that says so.
+"""
+
+import re
+import textwrap
+
+from execdocs import runner
+from execdocs.environment import can_run, machine_device
+from execdocs.examples import Example
+from execdocs.pages import Reference, default_device, parse_target, problem
+from execdocs.store import Result
+
+DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
+
+
+class ShowError(Exception):
+    """The section can't be shown; the message says why and what to do."""
+
+
+def _result(target: str, device: str | None) -> tuple[Reference, Result]:
+    name, section = parse_target(target)
+    example = Example(name)
+    device = device or default_device(example, machine_device())
+    reference = Reference("", 0, target, example, section, device, shows_output=True)
+    result = runner.ensure(example, device) if example.runs_on(device) else None
+    message = problem(reference, device, result, can_run(device))
+    if message:
+        raise ShowError(message)
+    return reference, result
+
+
+def _fenced(text: str, lang: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def device_name(result: Result) -> str:
+    return result.stamp["gpu"].removeprefix("NVIDIA ") if result.device == "cuda" else "CPU"
+
+
+def stamp_line(result: Result) -> str:
+    stamp = result.stamp
+    parts = [device_name(result), f"torch {stamp['torch']}", f"Python {stamp['python']}"]
+    if result.device == "cuda":
+        parts += [f"triton {stamp['triton']}", f"CUDA {stamp['cuda']}"]
+    return " · ".join(parts + [stamp["date"]])
+
+
+def render(target: str, device: str | None = None, lang: str = "text") -> tuple[str, Result]:
+    """The Markdown that shows a section's output, and the result it came from."""
+    reference, result = _result(target, device)
+    output = _fenced(result.sections[reference.section], lang)
+    stamp = f'<p class="execdocs-stamp">Output of <code>{reference.example.display_path}</code> · {stamp_line(result)}</p>'
+    if result.device == machine_device():
+        return f"{output}\n{stamp}\n", result
+    title = f"Recorded on {result.stamp['gpu'] if result.device == 'cuda' else 'CPU'} with torch {result.stamp['torch']} on {result.stamp['date']}"
+    why = (
+        f"This output needs a {DEVICE_LABELS[result.device]} and this build runs on a "
+        f"{DEVICE_LABELS[machine_device()]}, so the page shows the committed recording; "
+        "the tests fail when it no longer matches its source."
+    )
+    body = f"{why}\n\n{output}\n\n{stamp}"
+    return f'!!! recorded "{title}"\n\n{textwrap.indent(body, "    ")}\n', result
+
+
+def show(target: str, device: str | None = None, lang: str = "text") -> None:
+    """Print a section's output as Markdown; `device="cuda"` asks for the GPU recording."""
+    print(render(target, device, lang)[0])
+
+
+def show_tabs(target: str, lang: str | dict[str, str] = "text") -> None:
+    """The GPU recording and the CPU output of one section, side by side in content tabs.
+
+    `lang` may differ per device, e.g. {"cuda": "python", "cpu": "cpp"} for generated kernels.
+    """
+    tabs = []
+    for device in ("cuda", "cpu"):
+        text, result = render(target, device, lang if isinstance(lang, str) else lang[device])
+        label = device_name(result) + (" (recorded)" if device != machine_device() else "")
+        tabs.append(f'=== "{label}"\n\n{textwrap.indent(text, "    ")}')
+    print("\n".join(tabs))

@@ -1,0 +1,131 @@
+"""Run one example in this process and write its result as JSON.
+
+    python -m execdocs.run_example <chapter>/<topic> <device> <result.json>
+
+The runner starts this in a fresh process for every example, because Dynamo's caches,
+Inductor's config, logging and environment variables are process-global.
+"""
+
+import sys
+import time
+import traceback
+import types
+from dataclasses import asdict
+from pathlib import Path
+
+from execdocs.examples import SECTION_MARKER, Example, content_key
+from execdocs.layout import ROOT, relative
+from execdocs.store import Result
+
+SECTION_SWITCH = "__execdocs_section__"
+
+
+class SectionOutput:
+    """Stands in for sys.stdout and files each write under the section that is running."""
+
+    def __init__(self, echo):
+        self.echo = echo
+        self.current: str | None = None
+        self.sections: dict[str, list[str]] = {}
+
+    def switch(self, name: str | None) -> None:
+        self.current = name
+        if name is not None:
+            self.sections.setdefault(name, [])
+
+    def write(self, text: str) -> int:
+        if self.current is not None:
+            self.sections[self.current].append(text)
+        return self.echo.write(text)
+
+    def flush(self) -> None:
+        self.echo.flush()
+
+    def texts(self) -> dict[str, str]:
+        return {name: "".join(parts).rstrip("\n") for name, parts in self.sections.items()}
+
+
+def with_section_switches(source: str) -> str:
+    """Turn each section marker comment into a call, line for line, so tracebacks keep their numbers."""
+    lines = []
+    for line in source.splitlines():
+        match = SECTION_MARKER.match(line)
+        if match:
+            name = repr(match["name"]) if match["kind"] == "start" else "None"
+            line = f"{match['indent']}{SECTION_SWITCH}({name})"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def describe_failure(error: BaseException, example: Example) -> dict[str, str]:
+    frames = traceback.extract_tb(error.__traceback__)
+    in_example = [frame for frame in frames if frame.filename == example.display_path]
+    line = in_example[-1].lineno if in_example else getattr(error, "lineno", None)
+    summary = "".join(traceback.format_exception_only(error)).strip()
+    if isinstance(error, AssertionError) and in_example and not str(error):
+        summary = f"assertion failed: {in_example[-1].line}"
+    return {
+        "summary": summary,
+        "location": f"{example.display_path}:{line}" if line else example.display_path,
+        "traceback": "".join(traceback.format_exception(error)),
+    }
+
+
+def local_inputs(example: Example) -> list[str]:
+    """The example and every module of this repository it imported: what its output depends on."""
+    files = {relative(example.path)}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and Path(path).resolve().is_relative_to(ROOT / "examples"):
+            files.add(relative(Path(path)))
+    return sorted(files)
+
+
+def run(example: Example, device: str) -> Result:
+    module = types.ModuleType("__main__")
+    # Relative to the repository (the runner's working directory), so that no machine's paths
+    # reach a page through tracebacks or the source comments in FX graphs.
+    module.__file__ = example.display_path
+    sys.modules["__main__"] = module
+    sys.argv = [example.display_path]
+    sys.path.insert(0, str(example.path.parent))
+    output = SectionOutput(sys.stdout)
+    module.__dict__[SECTION_SWITCH] = output.switch
+    error = None
+    started = time.perf_counter()
+    sys.stdout = output
+    try:
+        exec(compile(with_section_switches(example.source), example.display_path, "exec"), module.__dict__)
+    except SystemExit as exit_:
+        if exit_.code not in (None, 0):
+            error = describe_failure(exit_, example)
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes a readable result
+        error = describe_failure(exc, example)
+    finally:
+        sys.stdout = output.echo
+    import compile_tools  # after the run, so a broken helper shows up as the example's failure first
+
+    inputs = local_inputs(example)
+    return Result(
+        example=example.name,
+        device=device,
+        key=content_key(inputs),
+        inputs=inputs,
+        stamp=compile_tools.environment_stamp(),
+        sections=output.texts(),
+        error=error,
+        seconds=round(time.perf_counter() - started, 1),
+    )
+
+
+def main() -> int:
+    import json
+
+    name, device, destination = sys.argv[1:4]
+    result = run(Example(name), device)
+    Path(destination).write_text(json.dumps(asdict(result)))
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Bring stored results up to date: run each missing or stale example once, in its own process.
+
+A file lock per example and device lets parallel test workers share the work without running
+anything twice.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from filelock import FileLock
+
+from execdocs import store
+from execdocs.environment import can_run, child_env, machine_device, machine_stamp
+from execdocs.examples import Example, content_key
+from execdocs.layout import LOCKS, ROOT, relative, run_dir
+from execdocs.store import Result
+
+TIMEOUT_SECONDS = 900
+
+
+def usable(example: Example, device: str) -> Result | None:
+    """A stored result that needs no new run: this test run's own, or outside a test run, a fresh one."""
+    result = store.load(example, device)
+    if result is None:
+        return None
+    folder = run_dir()
+    ran_in_this_test_run = folder is not None and (folder / device / f"{example.name}.json").is_file()
+    if ran_in_this_test_run:
+        return result
+    if folder is not None and device == machine_device():
+        return None  # a test run checks every example that this machine can run
+    return result if result.ok and result.is_fresh() else None
+
+
+def run_now(example: Example, device: str) -> Result:
+    """Run the example in a fresh process and keep its result."""
+    env = child_env(EXECDOCS_DEVICE=device)
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""  # the same code path a CPU-only machine takes
+    with tempfile.TemporaryDirectory() as scratch:
+        destination = Path(scratch) / "result.json"
+        command = [sys.executable, "-m", "execdocs.run_example", example.name, device, str(destination)]
+        try:
+            process = subprocess.run(
+                command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_SECONDS
+            )
+            crashed = None if destination.is_file() else f"the process exited with code {process.returncode}"
+            log = process.stderr
+        except subprocess.TimeoutExpired as timeout:
+            crashed = f"it ran longer than {TIMEOUT_SECONDS} s"
+            log = timeout.stderr.decode() if isinstance(timeout.stderr, bytes) else (timeout.stderr or "")
+        if crashed:
+            result = _crash_result(example, device, crashed, log)
+        else:
+            result = Result(**json.loads(destination.read_text()))
+    store.save(result)
+    return result
+
+
+def _crash_result(example: Example, device: str, what: str, log: str) -> Result:
+    inputs = [relative(example.path)]
+    return Result(
+        example=example.name,
+        device=device,
+        key=content_key(inputs),
+        inputs=inputs,
+        stamp=machine_stamp(),
+        error={"summary": f"{what} before writing a result", "location": example.display_path,
+               "traceback": log[-5000:]},
+    )
+
+
+def ensure(example: Example, device: str) -> Result | None:
+    """The example's up-to-date result, running it if needed and possible; None if it can't run here."""
+    found = usable(example, device)
+    if found is not None or not can_run(device):
+        return found or store.load(example, device)
+    LOCKS.mkdir(parents=True, exist_ok=True)
+    with FileLock(LOCKS / f"{example.name.replace('/', '--')}.{device}.lock"):
+        return usable(example, device) or run_now(example, device)
+
+
+def ensure_all(pairs: list[tuple[Example, str]], jobs: int = 2) -> dict[tuple[str, str], Result | None]:
+    """`ensure` for many examples, `jobs` processes at a time."""
+    unique = list(dict.fromkeys(pairs))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(lambda pair: ensure(*pair), unique))
+    return {(example.name, device): result for (example, device), result in zip(unique, results)}
+
+
+def record(examples: list[Example], device: str, jobs: int = 1) -> list[Result]:
+    """Re-run these examples on this machine's device whatever the store holds (`nox -s record`)."""
+    targets = [example for example in examples if example.runs_on(device)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(lambda example: run_now(example, device), targets))

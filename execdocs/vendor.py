@@ -1,0 +1,43 @@
+"""Fetch the JavaScript that Material would otherwise load from a CDN when a page is viewed.
+
+Run once per machine (the nox sessions do it): `python -m execdocs.vendor`. The build then
+needs no network, and neither does viewing the site.
+"""
+
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from execdocs.layout import VENDOR
+
+# (npm package, version, file inside the package, name in the site under assets/vendor/)
+ASSETS = [("mermaid", "11.17.2", "package/dist/mermaid.min.js", "mermaid.min.js")]
+
+
+def vendored(site_name: str) -> Path:
+    return VENDOR / site_name
+
+
+def fetch() -> None:
+    for package, version, member, site_name in ASSETS:
+        target = vendored(site_name)
+        stamp = target.with_suffix(".version")
+        if target.is_file() and stamp.is_file() and stamp.read_text() == version:
+            continue
+        if shutil.which("npm") is None:
+            raise SystemExit(f"npm is needed once to fetch {package} {version}; install Node.js and npm.")
+        with tempfile.TemporaryDirectory() as scratch:
+            subprocess.run(["npm", "pack", f"{package}@{version}", "--pack-destination", scratch],
+                           check=True, capture_output=True)
+            with tarfile.open(next(Path(scratch).glob("*.tgz"))) as archive:
+                source = archive.extractfile(member)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(source.read())
+        stamp.write_text(version)
+        print(f"vendored {package} {version} -> {target}")
+
+
+if __name__ == "__main__":
+    fetch()

@@ -1,0 +1,72 @@
+"""Every way to work on the site. `nox -s serve` to write, `nox -s tests` before you commit.
+
+On an image that already holds torch and the docs stack (the GPU image), run any session with
+`nox --no-venv -s <session>`: nothing is installed then.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "virtualenv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["tests"]
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+TEST_RUN = Path(".cache/test-run")
+
+
+def install(session: nox.Session, *groups: str) -> None:
+    """The project (with torch) and the named dependency groups, then the vendored JavaScript."""
+    if session.venv_backend != "none":
+        wanted = [requirement for group in groups for requirement in nox.project.dependency_groups(PYPROJECT, group)]
+        if shutil.which("nvidia-smi") is None:
+            wanted += nox.project.dependency_groups(PYPROJECT, "cpu")  # triton for TRITON_INTERPRET=1
+        session.install("-e", ".", *wanted)
+    session.run("python", "-m", "execdocs.vendor")  # fetches only what is missing
+
+
+@nox.session
+def serve(session: nox.Session) -> None:
+    """Build every page on this machine and serve it at http://127.0.0.1:8000, reloading on edits."""
+    install(session, "docs")
+    session.run("mkdocs", "serve", "--dev-addr", "127.0.0.1:8000", *session.posargs)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build the site into site/, strictly: a failing example or a broken link fails the build."""
+    install(session, "docs")
+    session.run("mkdocs", "build", "--site-dir", "site", *session.posargs)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run every example once, verify every code block in docs/ with sybil, then build strictly."""
+    install(session, "docs", "test")
+    shutil.rmtree(TEST_RUN, ignore_errors=True)
+    env = {"EXECDOCS_RUN_DIR": str(TEST_RUN.resolve())}
+    workers = os.environ.get("PYTEST_WORKERS", "2")
+    session.run("pytest", "-n", workers, *session.posargs, env=env)
+    # The build reuses this run's results, so no example runs a second time.
+    session.run("mkdocs", "build", "--site-dir", str(TEST_RUN / "site"), env=env)
+
+
+@nox.session
+def record(session: nox.Session) -> None:
+    """Re-record examples on this machine's device: `nox -s record -- <chapter or chapter/topic> ...`."""
+    if not session.posargs:
+        session.error("name what to record, e.g. `nox -s record -- overview` or `-- overview/end_to_end`")
+    install(session, "docs")
+    session.run("python", "-m", "execdocs.record", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Ruff, for style and the mistakes it can see without running anything."""
+    if session.venv_backend != "none":
+        session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", "execdocs", "tests", "noxfile.py", "conftest.py")
