@@ -25,7 +25,7 @@ def install(session: nox.Session, *groups: str) -> None:
         if shutil.which("nvidia-smi") is None:
             wanted += nox.project.dependency_groups(PYPROJECT, "cpu")  # triton for TRITON_INTERPRET=1
         session.install("-e", ".", *wanted)
-    session.run("python", "-m", "execdocs.vendor")  # fetches only what is missing
+    session.run("python3", "-m", "execdocs.vendor")  # fetches only what is missing
 
 
 @nox.session
@@ -60,7 +60,7 @@ def record(session: nox.Session) -> None:
     if not session.posargs:
         session.error("name what to record, e.g. `nox -s record -- overview` or `-- overview/end_to_end`")
     install(session, "docs")
-    session.run("python", "-m", "execdocs.record", *session.posargs)
+    session.run("python3", "-m", "execdocs.record", *session.posargs)
 
 
 @nox.session
