@@ -8,7 +8,6 @@
 """
 
 import datetime
-import logging
 import re
 
 from mkdocs.exceptions import PluginError
@@ -20,7 +19,6 @@ from execdocs.markdown_blocks import blocks
 from execdocs.pages import PageError, all_references, default_device, problem
 from execdocs.vendor import ASSETS, vendored
 
-log = logging.getLogger("mkdocs.plugins.execdocs")
 
 GPU_ONLY_NOTE = (
     '!!! gpu-only "Needs a CUDA GPU"\n'
@@ -64,7 +62,7 @@ def on_files(files, config):
         source = vendored(site_name)
         if not source.is_file():
             raise PluginError(f"{source} is missing: run `python -m execdocs.vendor` once (nox sessions do it).")
-        files.append(File(f"assets/vendor/{site_name}", str(source.parent), config["site_dir"], False))
+        files.append(File.generated(config, f"assets/vendor/{site_name}", abs_src_path=str(source)))
     return files
 
 

@@ -11,6 +11,7 @@ admonition that says so.
 """
 
 import re
+import sys
 import textwrap
 
 from execdocs import runner
@@ -73,9 +74,16 @@ def render(target: str, device: str | None = None, lang: str = "text") -> tuple[
     return f'!!! recorded "{title}"\n\n{textwrap.indent(body, "    ")}\n', result
 
 
+def _print_to_block(markdown: str) -> None:
+    """Print through the calling block's own `print`: markdown-exec captures a block's output by
+    handing the block a `print` of its own, which a function defined elsewhere would bypass."""
+    block_globals = sys._getframe(2).f_globals
+    block_globals.get("print", print)(markdown)
+
+
 def show(target: str, device: str | None = None, lang: str = "text") -> None:
     """Print a section's output as Markdown; `device="cuda"` asks for the GPU recording."""
-    print(render(target, device, lang)[0])
+    _print_to_block(render(target, device, lang)[0])
 
 
 def show_tabs(target: str, lang: str | dict[str, str] = "text") -> None:
@@ -88,4 +96,4 @@ def show_tabs(target: str, lang: str | dict[str, str] = "text") -> None:
         text, result = render(target, device, lang if isinstance(lang, str) else lang[device])
         label = device_name(result) + (" (recorded)" if device != machine_device() else "")
         tabs.append(f'=== "{label}"\n\n{textwrap.indent(text, "    ")}')
-    print("\n".join(tabs))
+    _print_to_block("\n".join(tabs))

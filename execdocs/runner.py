@@ -5,6 +5,7 @@ anything twice.
 """
 
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,8 @@ from execdocs.layout import LOCKS, ROOT, relative, run_dir
 from execdocs.store import Result
 
 TIMEOUT_SECONDS = 900
+# Under MkDocs' own namespace so that `mkdocs build` and `mkdocs serve` show which examples ran.
+log = logging.getLogger("mkdocs.plugins.execdocs")
 
 
 def usable(example: Example, device: str) -> Result | None:
@@ -58,6 +61,7 @@ def run_now(example: Example, device: str) -> Result:
         else:
             result = Result(**json.loads(destination.read_text()))
     store.save(result)
+    log.info(f"ran {example.display_path} on {device} in {result.seconds:.1f} s: {'ok' if result.ok else 'FAILED'}")
     return result
 
 

@@ -1,0 +1,64 @@
+"""Measure how fast authors get a page: `python -m execdocs.build_benchmark` (takes minutes).
+
+Works in a fresh clone of the committed repository, on this machine's device, and prints:
+- first build of a fresh clone, from the committed outputs (what a newcomer's first serve costs);
+- cold full build, with no stored outputs and an empty Inductor cache (every example runs);
+- warm rebuild with nothing changed;
+- rebuild after editing one example (and which examples ran again).
+Timings here are wall-clock seconds of `mkdocs build`, Python start-up included.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from execdocs.layout import ROOT
+
+RAN = re.compile(r"ran (examples/\S+) on (\w+)")
+
+
+def build(clone: Path) -> tuple[float, list[str]]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("EXECDOCS_")}
+    env.update(PYTHONPATH=f"{clone}{os.pathsep}{clone / 'examples'}", NO_MKDOCS_2_WARNING="1")
+    started = time.perf_counter()
+    process = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--site-dir", "site"],
+        cwd=clone, env=env, capture_output=True, text=True,
+    )
+    seconds = time.perf_counter() - started
+    if process.returncode:
+        raise SystemExit(f"build failed in {clone}:\n{process.stderr[-3000:]}")
+    return seconds, [f"{path} ({device})" for path, device in RAN.findall(process.stderr)]
+
+
+def fresh_clone(folder: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(folder)], check=True)
+    shutil.copytree(ROOT / ".cache" / "vendor", folder / ".cache" / "vendor")
+    return folder
+
+
+def report(label: str, seconds: float, ran: list[str]) -> None:
+    print(f"{label:52} {seconds:6.1f} s   ran {len(ran)}: {', '.join(ran) or '-'}")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        clone = fresh_clone(Path(scratch) / "clone")
+        report("first build of a fresh clone (committed outputs)", *build(clone))
+        shutil.rmtree(clone / "snippets" / "outputs" / "cpu", ignore_errors=True)
+        shutil.rmtree(clone / ".cache" / "inductor", ignore_errors=True)
+        report("cold full build (no outputs, empty Inductor cache)", *build(clone))
+        report("warm rebuild, nothing changed", *build(clone))
+        example = next((clone / "examples").glob("*/*.py"))
+        example.write_text(example.read_text() + "\n# an edit\n")
+        report(f"rebuild after editing {example.relative_to(clone)}", *build(clone))
+        report("warm rebuild again", *build(clone))
+
+
+if __name__ == "__main__":
+    main()
