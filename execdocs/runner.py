@@ -52,12 +52,12 @@ def run_now(example: Example, device: str) -> Result:
                 command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_SECONDS
             )
             crashed = None if destination.is_file() else f"the process exited with code {process.returncode}"
-            log = process.stderr
+            stderr = process.stderr
         except subprocess.TimeoutExpired as timeout:
             crashed = f"it ran longer than {TIMEOUT_SECONDS} s"
-            log = timeout.stderr.decode() if isinstance(timeout.stderr, bytes) else (timeout.stderr or "")
+            stderr = timeout.stderr.decode() if isinstance(timeout.stderr, bytes) else (timeout.stderr or "")
         if crashed:
-            result = _crash_result(example, device, crashed, log)
+            result = _crash_result(example, device, crashed, stderr)
         else:
             result = Result(**json.loads(destination.read_text()))
     store.save(result)
@@ -65,7 +65,7 @@ def run_now(example: Example, device: str) -> Result:
     return result
 
 
-def _crash_result(example: Example, device: str, what: str, log: str) -> Result:
+def _crash_result(example: Example, device: str, what: str, stderr: str) -> Result:
     inputs = [relative(example.path)]
     return Result(
         example=example.name,
@@ -74,7 +74,7 @@ def _crash_result(example: Example, device: str, what: str, log: str) -> Result:
         inputs=inputs,
         stamp=machine_stamp(),
         error={"summary": f"{what} before writing a result", "location": example.display_path,
-               "traceback": log[-5000:]},
+               "traceback": stderr[-5000:]},
     )
 
 
