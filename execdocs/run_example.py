@@ -6,7 +6,9 @@ The runner starts this in a fresh process for every example, because Dynamo's ca
 Inductor's config, logging and environment variables are process-global.
 """
 
+import os
 import sys
+import sysconfig
 import time
 import traceback
 import types
@@ -42,7 +44,23 @@ class SectionOutput:
         self.echo.flush()
 
     def texts(self) -> dict[str, str]:
-        return {name: "".join(parts).rstrip("\n") for name, parts in self.sections.items()}
+        """Each section's output; folders of this machine become short names, so no page shows them."""
+        return {name: without_machine_paths("".join(parts)).rstrip("\n") for name, parts in self.sections.items()}
+
+
+def without_machine_paths(text: str) -> str:
+    """Replace this machine's folders, which torch prints in full, with short names for the page.
+
+    The installed packages and Inductor's cache sit inside the repository in a nox environment,
+    so they go first; the repository's own prefix goes last, leaving paths relative to it.
+    """
+    for folder, short in [
+        (sysconfig.get_path("purelib"), "<site-packages>"),
+        (os.environ.get("TORCHINDUCTOR_CACHE_DIR"), "<inductor-cache>"),
+    ]:
+        if folder:
+            text = text.replace(folder.rstrip("/") + "/", short + "/")
+    return text.replace(f"{ROOT}/", "")
 
 
 def with_section_switches(source: str) -> str:
