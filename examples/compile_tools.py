@@ -31,7 +31,7 @@ def environment_stamp() -> dict[str, str]:
         "triton": triton,
         "cuda": torch.version.cuda or "none",
         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
-        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
     }
 
 

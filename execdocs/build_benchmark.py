@@ -28,7 +28,10 @@ def build(clone: Path) -> tuple[float, list[str]]:
     started = time.perf_counter()
     process = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--site-dir", "site"],
-        cwd=clone, env=env, capture_output=True, text=True,
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     seconds = time.perf_counter() - started
     if process.returncode:

@@ -49,7 +49,7 @@ def _machine() -> dict:
 
 
 def machine_device() -> str:
-    """"cuda" where torch sees a GPU, else "cpu"; EXECDOCS_DEVICE overrides it."""
+    """ "cuda" where torch sees a GPU, else "cpu"; EXECDOCS_DEVICE overrides it."""
     return os.environ.get(DEVICE_ENV) or _machine()["device"]
 
 

@@ -69,7 +69,9 @@ class Example:
                 opened[name] = lineno
             else:
                 if name not in opened or name in closed:
-                    raise ExampleError(f"{where}: section {name!r} ends without a start; add `# --8<-- [start:{name}]`.")
+                    raise ExampleError(
+                        f"{where}: section {name!r} ends without a start; add `# --8<-- [start:{name}]`."
+                    )
                 closed[name] = lineno
         for name, lineno in opened.items():
             if name not in closed:

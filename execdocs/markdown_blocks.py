@@ -44,7 +44,7 @@ def blocks(text: str) -> list[Block]:
         end = index + 1
         while end < len(lines) and not closing.match(lines[end].rstrip("\n")):
             end += 1
-        body = "".join(line[len(indent):] if line.startswith(indent) else line for line in lines[index + 1:end])
+        body = "".join(line[len(indent) :] if line.startswith(indent) else line for line in lines[index + 1 : end])
         attrs = {match["key"]: match["value"] for match in ATTRIBUTE.finditer(opening["rest"])}
         found.append(Block(opening["lang"], attrs, body, index + 1, offsets[index], offsets[min(end + 1, len(lines))]))
         index = end + 1

@@ -19,7 +19,6 @@ from execdocs.markdown_blocks import blocks
 from execdocs.pages import PageError, all_references, default_device, problem
 from execdocs.vendor import ASSETS, vendored
 
-
 GPU_ONLY_NOTE = (
     '!!! gpu-only "Needs a CUDA GPU"\n'
     "    The block below runs only where torch sees a CUDA GPU. This {device} build did not run it, and "
@@ -42,10 +41,7 @@ def on_pre_build(config):
     except PageError as error:
         raise PluginError(str(error)) from None
     machine = machine_device()
-    wanted = [
-        (reference, reference.device or default_device(reference.example, machine))
-        for reference in references
-    ]
+    wanted = [(reference, reference.device or default_device(reference.example, machine)) for reference in references]
     runnable = [(ref.example, device) for ref, device in wanted if ref.shows_output and ref.example.runs_on(device)]
     results = runner.ensure_all(runnable)
     problems = [
@@ -68,15 +64,13 @@ def on_files(files, config):
 
 def on_page_markdown(markdown, page, config, files):
     """Put a visible note above each ```python requires="cuda"``` block, and drop the attribute."""
+    note = "" if machine_device() == "cuda" else GPU_ONLY_NOTE.format(device=machine_device().upper())
     for block in reversed(blocks(markdown)):
         if block.attrs.get("requires") != "cuda":
             continue
         opening_end = markdown.index("\n", block.start)
-        opening = re.sub(r'\s*requires="cuda"', "", markdown[block.start:opening_end])
-        indent = re.match(r"[ \t]*", opening).group(0)
-        note = "".join(indent + line if line.strip() else line for line in
-                       GPU_ONLY_NOTE.format(device=machine_device().upper()).splitlines(keepends=True))
-        if machine_device() == "cuda":
-            note = ""
-        markdown = markdown[:block.start] + note + opening + markdown[opening_end:]
+        opening = re.sub(r'\s*requires="cuda"', "", markdown[block.start : opening_end])
+        indent = opening[: len(opening) - len(opening.lstrip())]
+        indented_note = "".join(indent + line if line.strip() else line for line in note.splitlines(keepends=True))
+        markdown = markdown[: block.start] + indented_note + opening + markdown[opening_end:]
     return markdown

@@ -39,13 +39,13 @@ class Reference:
 
 
 def parse_target(target: str) -> tuple[str, str]:
-    """"overview/end_to_end:fx-graph" -> ("overview/end_to_end", "fx-graph")."""
+    """ "overview/end_to_end:fx-graph" -> ("overview/end_to_end", "fx-graph")."""
     name, _, section = target.partition(":")
     return name, section
 
 
 def include_target(target: str) -> str:
-    """"examples/overview/end_to_end.py:fx-graph" -> "overview/end_to_end:fx-graph"."""
+    """ "examples/overview/end_to_end.py:fx-graph" -> "overview/end_to_end:fx-graph"."""
     return target.removeprefix("examples/").replace(".py:", ":", 1)
 
 
@@ -58,7 +58,9 @@ def _show_calls(block: Block, page: str) -> list[tuple[str, str | None]]:
     try:
         tree = ast.parse(block.body)
     except SyntaxError as error:
-        raise PageError(f"{page}:{block.line + (error.lineno or 0)}: this Python block does not parse: {error.msg}")
+        raise PageError(
+            f"{page}:{block.line + (error.lineno or 0)}: this Python block does not parse: {error.msg}"
+        ) from None
     calls = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -67,11 +69,13 @@ def _show_calls(block: Block, page: str) -> list[tuple[str, str | None]]:
         if name not in SHOW_CALLS:
             continue
         if not node.args or not isinstance(node.args[0], ast.Constant):
-            raise PageError(f"{page}:{block.line}: {name}() takes the section as a string literal, e.g. "
-                            f'{name}("overview/end_to_end:fx-graph"), so the build can find it.')
-        devices = SHOW_CALLS[name] or [
-            keyword.value.value for keyword in node.keywords if keyword.arg == "device"
-        ] or [None]
+            raise PageError(
+                f"{page}:{block.line}: {name}() takes the section as a string literal, e.g. "
+                f'{name}("overview/end_to_end:fx-graph"), so the build can find it.'
+            )
+        devices = (
+            SHOW_CALLS[name] or [keyword.value.value for keyword in node.keywords if keyword.arg == "device"] or [None]
+        )
         calls.extend((node.args[0].value, device) for device in devices)
     return calls
 
@@ -96,8 +100,10 @@ def all_references() -> list[Reference]:
 
 def record_command(example: Example, device: str) -> str:
     if device == "cuda":
-        return (f"on a machine with a CUDA GPU, run `nox -s record -- {example.name}` "
-                f"(in the GPU image: `nox --no-venv -s record -- {example.name}`), then commit snippets/outputs/cuda/")
+        return (
+            f"on a machine with a CUDA GPU, run `nox -s record -- {example.name}` "
+            f"(in the GPU image: `nox --no-venv -s record -- {example.name}`), then commit snippets/outputs/cuda/"
+        )
     return f"run `nox -s record -- {example.name}`, then commit snippets/outputs/cpu/"
 
 
@@ -107,24 +113,34 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
     try:
         sections = example.sections
         if not example.runs_on(device):
-            return (f"{where}: {example.display_path} runs only on {', '.join(example.devices)}, "
-                    f"not {device}; ask for one of those.")
+            return (
+                f"{where}: {example.display_path} runs only on {', '.join(example.devices)}, "
+                f"not {device}; ask for one of those."
+            )
     except ExampleError as error:
         return f"{where}: {error}"
     if reference.section not in sections:
-        return (f"{where}: {example.display_path} has no section '{reference.section}'. Wrap its code in "
-                f"`# --8<-- [start:{reference.section}]` ... `# --8<-- [end:{reference.section}]`, or fix the name.")
+        return (
+            f"{where}: {example.display_path} has no section '{reference.section}'. Wrap its code in "
+            f"`# --8<-- [start:{reference.section}]` ... `# --8<-- [end:{reference.section}]`, or fix the name."
+        )
     if not reference.shows_output:
         return None
     if result is None:
         return f"{where}: no {device} output of {example.display_path} is committed; {record_command(example, device)}."
     if not result.ok:
-        return (f"{where}: {result.error['location']} failed on {device}: {result.error['summary']}\n"
-                f"    Run `python {example.display_path}` to see the whole traceback; fix it and build again.")
+        return (
+            f"{where}: {result.error['location']} failed on {device}: {result.error['summary']}\n"
+            f"    Run `python {example.display_path}` to see the whole traceback; fix it and build again."
+        )
     if not can_run_here and not result.is_fresh():
-        return (f"{where}: the {device} output of {example.display_path} recorded on {result.stamp['date']} is stale: "
-                f"{', '.join(result.inputs)} changed since; {record_command(example, device)}.")
+        return (
+            f"{where}: the {device} output of {example.display_path} recorded on {result.stamp['date']} is stale: "
+            f"{', '.join(result.inputs)} changed since; {record_command(example, device)}."
+        )
     if reference.section not in result.sections:
-        return (f"{where}: section '{reference.section}' of {example.display_path} never ran on {device}; "
-                f"make sure the code between its markers runs, or re-record it.")
+        return (
+            f"{where}: section '{reference.section}' of {example.display_path} never ran on {device}; "
+            f"make sure the code between its markers runs, or re-record it."
+        )
     return None

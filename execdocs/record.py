@@ -38,7 +38,9 @@ def main() -> int:
     for result in results:
         status = "ok" if result.ok else f"FAILED at {result.error['location']}: {result.error['summary']}"
         print(f"{result.example:40} {device:5} {result.seconds:7.1f} s  {status}")
-    print(f"recorded {sum(r.ok for r in results)} of {len(results)} on {device} in {time.perf_counter() - started:.0f} s")
+    print(
+        f"recorded {sum(r.ok for r in results)} of {len(results)} on {device} in {time.perf_counter() - started:.0f} s"
+    )
     return 0 if all(result.ok for result in results) else 1
 
 

@@ -61,10 +61,13 @@ def render(target: str, device: str | None = None, lang: str = "text") -> tuple[
     """The Markdown that shows a section's output, and the result it came from."""
     reference, result = _result(target, device)
     output = _fenced(result.sections[reference.section], lang)
-    stamp = f'<p class="execdocs-stamp">Output of <code>{reference.example.display_path}</code> · {stamp_line(result)}</p>'
+    stamp = (
+        f'<p class="execdocs-stamp">Output of <code>{reference.example.display_path}</code> · {stamp_line(result)}</p>'
+    )
     if result.device == machine_device():
         return f"{output}\n{stamp}\n", result
-    title = f"Recorded on {result.stamp['gpu'] if result.device == 'cuda' else 'CPU'} with torch {result.stamp['torch']} on {result.stamp['date']}"
+    where = result.stamp["gpu"] if result.device == "cuda" else "CPU"
+    title = f"Recorded on {where} with torch {result.stamp['torch']} on {result.stamp['date']}"
     why = (
         f"This output needs a {DEVICE_LABELS[result.device]} and this build runs on a "
         f"{DEVICE_LABELS[machine_device()]}, so the page shows the committed recording; "

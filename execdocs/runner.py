@@ -73,8 +73,11 @@ def _crash_result(example: Example, device: str, what: str, stderr: str) -> Resu
         key=content_key(inputs),
         inputs=inputs,
         stamp=machine_stamp(),
-        error={"summary": f"{what} before writing a result", "location": example.display_path,
-               "traceback": stderr[-5000:]},
+        error={
+            "summary": f"{what} before writing a result",
+            "location": example.display_path,
+            "traceback": stderr[-5000:],
+        },
     )
 
 
@@ -93,7 +96,7 @@ def ensure_all(pairs: list[tuple[Example, str]], jobs: int = 2) -> dict[tuple[st
     unique = list(dict.fromkeys(pairs))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(lambda pair: ensure(*pair), unique))
-    return {(example.name, device): result for (example, device), result in zip(unique, results)}
+    return {(example.name, device): result for (example, device), result in zip(unique, results, strict=True)}
 
 
 def record(examples: list[Example], device: str, jobs: int = 1) -> list[Result]:

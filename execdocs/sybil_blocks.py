@@ -33,8 +33,9 @@ def _verify_includes(example) -> None:
         name, section = parse_target(include_target(target))
         source = Example(name)
         device = default_device(source, machine)
-        reference = Reference(page, block.line, block.attrs.get("id", f"at line {block.line}"),
-                              source, section, device, shows_output=True)
+        reference = Reference(
+            page, block.line, block.attrs.get("id", f"at line {block.line}"), source, section, device, shows_output=True
+        )
         result = runner.ensure(source, device) if source.runs_on(device) else None
         message = problem(reference, device, result, can_run(device))
         if message:
@@ -66,4 +67,3 @@ def markdown_sybil() -> Sybil:
 
 def is_doc_block(nodeid: str) -> bool:
     return ".md::" in nodeid
-

@@ -29,8 +29,9 @@ def fetch() -> None:
         if shutil.which("npm") is None:
             raise SystemExit(f"npm is needed once to fetch {package} {version}; install Node.js and npm.")
         with tempfile.TemporaryDirectory() as scratch:
-            subprocess.run(["npm", "pack", f"{package}@{version}", "--pack-destination", scratch],
-                           check=True, capture_output=True)
+            subprocess.run(
+                ["npm", "pack", f"{package}@{version}", "--pack-destination", scratch], check=True, capture_output=True
+            )
             with tarfile.open(next(Path(scratch).glob("*.tgz"))) as archive:
                 source = archive.extractfile(member)
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -9,8 +9,13 @@ from pathlib import Path
 from execdocs.layout import ROOT, VENDOR
 
 COPIED = [
-    "execdocs", "examples/compile_tools.py", "docs/assets", "snippets/abbreviations.md",
-    "conftest.py", "pyproject.toml", "tests/test_recordings.py",
+    "execdocs",
+    "examples/compile_tools.py",
+    "docs/assets",
+    "snippets/abbreviations.md",
+    "conftest.py",
+    "pyproject.toml",
+    "tests/test_recordings.py",
 ]
 
 

@@ -45,7 +45,9 @@ def test_a_missing_section_says_how_to_add_it(sandbox):
     sandbox.write("docs/index.md", SHOW_FIRST.format(section="second"))
     build = sandbox.build()
     assert build.returncode != 0
-    assert "docs/index.md:3 (block demo/example:first): examples/demo/example.py has no section 'second'" in build.stderr
+    assert (
+        "docs/index.md:3 (block demo/example:first): examples/demo/example.py has no section 'second'" in build.stderr
+    )
     assert "# --8<-- [start:second]" in build.stderr
 
 
@@ -62,9 +64,21 @@ def test_a_stale_gpu_recording_fails_the_build_and_the_tests(sandbox):
     sandbox.write("examples/demo/example.py", "# execdocs: devices=cuda\n" + SECTION_THEN_FALSE_CLAIM)
     sandbox.write("docs/index.md", SHOW_FIRST.format(section="first"))
     recording = {
-        "example": "demo/example", "device": "cuda", "key": "recorded-from-an-older-source",
-        "inputs": ["examples/demo/example.py"], "sections": {"first": "hello"}, "error": None, "seconds": 1.0,
-        "stamp": {"python": "3.12", "torch": "2.11", "triton": "3.6", "cuda": "13.0", "gpu": "H100", "date": "2026-01-01"},
+        "example": "demo/example",
+        "device": "cuda",
+        "key": "recorded-from-an-older-source",
+        "inputs": ["examples/demo/example.py"],
+        "sections": {"first": "hello"},
+        "error": None,
+        "seconds": 1.0,
+        "stamp": {
+            "python": "3.12",
+            "torch": "2.11",
+            "triton": "3.6",
+            "cuda": "13.0",
+            "gpu": "H100",
+            "date": "2026-01-01",
+        },
     }
     sandbox.write("snippets/outputs/cuda/demo/example.json", json.dumps(recording))
     build = sandbox.build()

@@ -7,7 +7,7 @@ from execdocs.markdown_blocks import blocks
 from execdocs.pages import include_target, page_references
 from execdocs.run_example import with_section_switches
 
-PAGE = '''\
+PAGE = """\
 # Title
 
 ```python title="examples/overview/end_to_end.py"
@@ -26,7 +26,7 @@ PAGE = '''\
 not a block of its own: it sits inside a four-backtick fence
 ```
 ````
-'''
+"""
 
 
 def test_blocks_keep_attributes_and_drop_the_fence_indentation():
@@ -55,7 +55,12 @@ def test_include_targets_map_to_example_names():
 def test_section_markers_become_calls_line_for_line():
     source = "x = 1\n# --8<-- [start:one]\nprint(x)\n    # --8<-- [end:one]\n"
     rewritten = with_section_switches(source)
-    assert rewritten.splitlines() == ["x = 1", "__execdocs_section__('one')", "print(x)", "    __execdocs_section__(None)"]
+    assert rewritten.splitlines() == [
+        "x = 1",
+        "__execdocs_section__('one')",
+        "print(x)",
+        "    __execdocs_section__(None)",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -71,5 +76,5 @@ def test_bad_section_markers_are_named_with_their_line(tmp_path, monkeypatch, so
     example = Example("demo/example")
     monkeypatch.setattr(Example, "source", source)
     with pytest.raises(ExampleError, match=complaint) as raised:
-        example.sections
+        _ = example.sections
     assert "examples/demo/example.py:" in str(raised.value)

@@ -103,4 +103,4 @@ if device.type == "cuda":
 # --8<-- [end:speedup]
 if device.type == "cuda":
     assert (eager_launches, compiled_launches) == (4, 2), "bmm, mul, add, softmax against bmm + one fused kernel"
-    assert speedup > 1.3, f"the fused kernel moves about half the bytes; expected > 1.3x, got {speedup:.2f}x"
+    assert speedup > 1.5, f"the fused kernel moves about half the bytes; expected > 1.5x, got {speedup:.2f}x"
