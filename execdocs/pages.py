@@ -136,7 +136,7 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
     if not can_run_here and not result.is_fresh():
         return (
             f"{where}: the {device} output of {example.display_path} recorded on {result.stamp['date']} is stale: "
-            f"{', '.join(result.inputs)} changed since; {record_command(example, device)}."
+            f"its source ({', '.join(result.inputs)}) changed since; {record_command(example, device)}."
         )
     if reference.section not in result.sections:
         return (
