@@ -15,6 +15,9 @@ import sys
 from execdocs.layout import CACHE, EXAMPLES
 
 DEVICE_ENV = "EXECDOCS_DEVICE"  # force a device kind, e.g. to build the CPU site on a GPU machine
+# Set by the build hook under `mkdocs serve`: a missing or stale recording of another device is
+# then a warning and a visible note on the page, so an author without a GPU can still preview.
+PREVIEW_ENV = "EXECDOCS_PREVIEW"
 
 _ASK_TORCH = """
 import json, torch, compile_tools
@@ -61,3 +64,7 @@ def machine_stamp() -> dict[str, str]:
 def can_run(device: str) -> bool:
     """Any machine runs CPU examples (with the GPU hidden); CUDA examples need a GPU."""
     return device == "cpu" or machine_device() == "cuda"
+
+
+def preview() -> bool:
+    return os.environ.get(PREVIEW_ENV) == "1"

@@ -1,5 +1,7 @@
 """MkDocs hook: bring every example output a page shows up to date before any page renders.
 
+- on_startup: under `mkdocs serve`, preview mode: a missing or stale recording of another device
+  is a warning and a note on the page instead of a failure.
 - on_config: the build's version stamp, for the footer of every page.
 - on_pre_build: run missing or stale examples (two at a time), then fail the build with one
   sentence per problem, naming the page, the block and the example's file:line.
@@ -8,22 +10,31 @@
 """
 
 import datetime
+import logging
+import os
 import re
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 from execdocs import runner
-from execdocs.environment import can_run, machine_device, machine_stamp
+from execdocs.environment import PREVIEW_ENV, can_run, machine_device, machine_stamp, preview
 from execdocs.markdown_blocks import blocks
-from execdocs.pages import PageError, all_references, default_device, problem
+from execdocs.pages import PageError, all_references, default_device, is_recording_gap, problem
 from execdocs.vendor import ASSETS, vendored
+
+log = logging.getLogger("mkdocs.plugins.execdocs")
 
 GPU_ONLY_NOTE = (
     '!!! gpu-only "Needs a CUDA GPU"\n'
     "    The block below runs only where torch sees a CUDA GPU. This {device} build did not run it, and "
     "the CPU tests report it as skipped; the GPU image runs and verifies it.\n\n"
 )
+
+
+def on_startup(command, dirty):
+    if command == "serve":
+        os.environ[PREVIEW_ENV] = "1"
 
 
 def on_config(config):
@@ -44,11 +55,14 @@ def on_pre_build(config):
     wanted = [(reference, reference.device or default_device(reference.example, machine)) for reference in references]
     runnable = [(ref.example, device) for ref, device in wanted if ref.shows_output and ref.example.runs_on(device)]
     results = runner.ensure_all(runnable)
-    problems = [
-        problem(reference, device, results.get((reference.example.name, device)), can_run(device))
-        for reference, device in wanted
-    ]
-    problems = [message for message in problems if message]
+    problems = []
+    for reference, device in wanted:
+        result = results.get((reference.example.name, device))
+        message = problem(reference, device, result, can_run(device))
+        if message and preview() and is_recording_gap(reference, device, result, can_run(device)):
+            log.warning(message)  # the page shows the old recording, or a note, marked as such
+        elif message:
+            problems.append(message)
     if problems:
         raise PluginError("examples the pages need are not usable:\n" + "\n".join(problems))
 

@@ -107,6 +107,24 @@ def record_command(example: Example, device: str) -> str:
     return f"run `nox -s record -- {example.name}`, then commit snippets/outputs/cpu/"
 
 
+def recording_problem(reference: Reference, device: str, result: Result | None) -> str | None:
+    """Why the committed output of a device this machine can't run is missing or stale; None if it is fine."""
+    example, where = reference.example, reference.where
+    if result is None:
+        return f"{where}: no {device} output of {example.display_path} is committed; {record_command(example, device)}."
+    if result.ok and not result.is_fresh():
+        return (
+            f"{where}: the {device} output of {example.display_path} recorded on {result.stamp['date']} is stale: "
+            f"its source ({', '.join(result.inputs)}) changed since; {record_command(example, device)}."
+        )
+    return None
+
+
+def is_recording_gap(reference: Reference, device: str, result: Result | None, can_run_here: bool) -> bool:
+    """A missing or stale output of a device this machine can't run: what a preview may show anyway."""
+    return not can_run_here and recording_problem(reference, device, result) is not None
+
+
 def problem(reference: Reference, device: str, result: Result | None, can_run_here: bool) -> str | None:
     """Why this reference can't be shown, in a sentence that says what to do; None if it can."""
     example, where = reference.example, reference.where
@@ -126,17 +144,12 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
         )
     if not reference.shows_output:
         return None
-    if result is None:
-        return f"{where}: no {device} output of {example.display_path} is committed; {record_command(example, device)}."
+    if result is None or (not can_run_here and result.ok and not result.is_fresh()):
+        return recording_problem(reference, device, result)
     if not result.ok:
         return (
             f"{where}: {result.error['location']} failed on {device}: {result.error['summary']}\n"
             f"    Run `python {example.display_path}` to see the whole traceback; fix it and build again."
-        )
-    if not can_run_here and not result.is_fresh():
-        return (
-            f"{where}: the {device} output of {example.display_path} recorded on {result.stamp['date']} is stale: "
-            f"its source ({', '.join(result.inputs)}) changed since; {record_command(example, device)}."
         )
     if reference.section not in result.sections:
         return (

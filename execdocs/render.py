@@ -15,9 +15,9 @@ import sys
 import textwrap
 
 from execdocs import runner
-from execdocs.environment import can_run, machine_device
+from execdocs.environment import can_run, machine_device, preview
 from execdocs.examples import Example
-from execdocs.pages import Reference, default_device, parse_target, problem
+from execdocs.pages import Reference, default_device, is_recording_gap, parse_target, problem
 from execdocs.store import Result
 
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
@@ -27,16 +27,19 @@ class ShowError(Exception):
     """The section can't be shown; the message says why and what to do."""
 
 
-def _result(target: str, device: str | None) -> tuple[Reference, Result]:
+def _result(target: str, device: str | None) -> tuple[Reference, Result | None, str | None]:
+    """The reference, its result, and (in preview only) why that result is missing or stale."""
     name, section = parse_target(target)
     example = Example(name)
     device = device or default_device(example, machine_device())
     reference = Reference("", 0, target, example, section, device, shows_output=True)
     result = runner.ensure(example, device) if example.runs_on(device) else None
     message = problem(reference, device, result, can_run(device))
+    if message and preview() and is_recording_gap(reference, device, result, can_run(device)):
+        return reference, result, message
     if message:
         raise ShowError(message)
-    return reference, result
+    return reference, result, None
 
 
 def _fenced(text: str, lang: str) -> str:
@@ -57,13 +60,14 @@ def stamp_line(result: Result) -> str:
     return " · ".join(parts + [stamp["date"]])
 
 
-def render(target: str, device: str | None = None, lang: str = "text") -> tuple[str, Result]:
+def render(target: str, device: str | None = None, lang: str = "text") -> tuple[str, Result | None]:
     """The Markdown that shows a section's output, and the result it came from."""
-    reference, result = _result(target, device)
+    reference, result, preview_warning = _result(target, device)
+    if result is None:  # preview only: nothing recorded yet
+        return f'!!! failure "Not recorded yet"\n\n    {preview_warning}\n', None
     output = _fenced(result.sections[reference.section], lang)
-    stamp = (
-        f'<p class="execdocs-stamp">Output of <code>{reference.example.display_path}</code> · {stamp_line(result)}</p>'
-    )
+    source = f"<code>{reference.example.display_path}</code>"
+    stamp = f'<p class="execdocs-stamp">Output of {source} · {stamp_line(result)}</p>'
     if result.device == machine_device():
         return f"{output}\n{stamp}\n", result
     where = result.stamp["gpu"] if result.device == "cuda" else "CPU"
@@ -73,6 +77,8 @@ def render(target: str, device: str | None = None, lang: str = "text") -> tuple[
         f"{DEVICE_LABELS[machine_device()]}, so the page shows the committed recording; "
         "the tests fail when it no longer matches its source."
     )
+    if preview_warning:
+        why = f"**Stale: this preview shows an outdated recording.** {preview_warning}"
     body = f"{why}\n\n{output}\n\n{stamp}"
     return f'!!! recorded "{title}"\n\n{textwrap.indent(body, "    ")}\n', result
 
@@ -97,6 +103,8 @@ def show_tabs(target: str, lang: str | dict[str, str] = "text") -> None:
     tabs = []
     for device in ("cuda", "cpu"):
         text, result = render(target, device, lang if isinstance(lang, str) else lang[device])
-        label = device_name(result) + (" (recorded)" if device != machine_device() else "")
+        label = (device_name(result) if result else DEVICE_LABELS[device]) + (
+            " (recorded)" if device != machine_device() else ""
+        )
         tabs.append(f'=== "{label}"\n\n{textwrap.indent(text, "    ")}')
     _print_to_block("\n".join(tabs))
