@@ -24,6 +24,19 @@ show("demo/example:{section}")
 """
 
 
+# A GPU recording whose key no longer matches its example.
+STALE_RECORDING = {
+    "example": "demo/example",
+    "device": "cuda",
+    "key": "recorded-from-an-older-source",
+    "inputs": ["examples/demo/example.py"],
+    "sections": {"first": "hello"},
+    "error": None,
+    "seconds": 1.0,
+    "stamp": {"python": "3.12", "torch": "2.11", "triton": "3.6", "cuda": "13.0", "gpu": "H100", "date": "2026-01-01"},
+}
+
+
 @pytest.fixture
 def sandbox(tmp_path):
     return Sandbox(tmp_path)
@@ -63,24 +76,7 @@ def test_a_missing_gpu_recording_names_the_command_that_records_it(sandbox):
 def test_a_stale_gpu_recording_fails_the_build_and_the_tests(sandbox):
     sandbox.write("examples/demo/example.py", "# execdocs: devices=cuda\n" + SECTION_THEN_FALSE_CLAIM)
     sandbox.write("docs/index.md", SHOW_FIRST.format(section="first"))
-    recording = {
-        "example": "demo/example",
-        "device": "cuda",
-        "key": "recorded-from-an-older-source",
-        "inputs": ["examples/demo/example.py"],
-        "sections": {"first": "hello"},
-        "error": None,
-        "seconds": 1.0,
-        "stamp": {
-            "python": "3.12",
-            "torch": "2.11",
-            "triton": "3.6",
-            "cuda": "13.0",
-            "gpu": "H100",
-            "date": "2026-01-01",
-        },
-    }
-    sandbox.write("snippets/outputs/cuda/demo/example.json", json.dumps(recording))
+    sandbox.write("snippets/outputs/cuda/demo/example.json", json.dumps(STALE_RECORDING))
     build = sandbox.build()
     assert build.returncode != 0
     assert "the cuda output of examples/demo/example.py recorded on 2026-01-01 is stale" in build.stderr
@@ -110,3 +106,18 @@ def test_a_gpu_only_block_is_skipped_on_cpu_and_says_so_on_the_page_and_in_the_s
     assert build.returncode == 0, build.stderr
     page = (sandbox.root / "site" / "index.html").read_text()
     assert "Needs a CUDA GPU" in page and 'requires="cuda"' not in page
+
+
+def test_a_preview_shows_a_stale_gpu_recording_marked_as_stale(sandbox):
+    """Under `mkdocs serve` an author without a GPU still sees the page, with the problem on it."""
+    sandbox.write("examples/demo/example.py", "# execdocs: devices=cuda\n" + SECTION_THEN_FALSE_CLAIM)
+    sandbox.write("snippets/outputs/cuda/demo/example.json", json.dumps(STALE_RECORDING))
+    shown = sandbox.run(
+        "-c",
+        "import os; os.environ['EXECDOCS_PREVIEW'] = '1'\n"
+        "from execdocs.render import render\n"
+        "print(render('demo/example:first')[0])",
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "Stale: this preview shows an outdated recording." in shown.stdout
+    assert "nox -s record -- demo/example" in shown.stdout and "hello" in shown.stdout
