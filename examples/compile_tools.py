@@ -64,6 +64,36 @@ def captured_logs(**artifacts: bool) -> Iterator[io.StringIO]:
         torch._logging.set_logs()
 
 
+class GraphRecorder:
+    """A Dynamo backend that keeps every FX graph it is given and runs it unchanged.
+
+    `len(recorder.graphs)` counts compiles; `recorder.runs` counts calls that ran a compiled graph
+    (a call that falls back to eager Python does not).
+    """
+
+    def __init__(self):
+        self.graphs: list[torch.fx.GraphModule] = []
+        self.runs = 0
+
+    def __call__(self, graph_module, example_inputs):
+        self.graphs.append(graph_module)
+
+        def run(*args):
+            self.runs += 1
+            return graph_module.forward(*args)
+
+        return run
+
+
+def print_lines(text: str, keep, why_cut: str) -> None:
+    """Print the lines of `text` for which `keep(line)` is true, then one line saying how many were cut and why."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    kept = [line for line in lines if keep(line)]
+    print("\n".join(kept))
+    if len(kept) < len(lines):
+        print(f"... {len(lines) - len(kept)} lines cut: {why_cut}")
+
+
 def generated_code(compiled_fn, *args) -> list[str]:
     """Every source file Inductor wrote while running `compiled_fn(*args)` (the wrapper and its kernels)."""
     from torch._inductor.utils import run_and_get_code
@@ -111,9 +141,10 @@ def timing_ms(fn, *args) -> dict[str, float]:
     from torch.utils import benchmark
 
     fn(*args)
-    measurement = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args}).blocked_autorange(
-        min_run_time=0.5
-    )
+    # Timer runs on one thread unless told otherwise; the thread count is part of Dynamo's guards,
+    # so timing on another count than the warm-up would recompile inside the measurement.
+    timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args}, num_threads=torch.get_num_threads())
+    measurement = timer.blocked_autorange(min_run_time=0.5)
     times = [t * 1e3 for t in measurement.times]
     quintiles = statistics.quantiles(times, n=5)
     return {"median": statistics.median(times), "p20": quintiles[0], "p80": quintiles[3]}
