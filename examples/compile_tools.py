@@ -144,8 +144,9 @@ def timing_ms(fn, *args) -> dict[str, float]:
     # Timer runs on one thread unless told otherwise; the thread count is part of Dynamo's guards,
     # so timing on another count than the warm-up would recompile inside the measurement.
     timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args}, num_threads=torch.get_num_threads())
-    measurement = timer.blocked_autorange(min_run_time=0.5)
-    times = [t * 1e3 for t in measurement.times]
+    times = []
+    while len(times) < 5:  # blocked_autorange may return a single long block; quantiles need several
+        times += [t * 1e3 for t in timer.blocked_autorange(min_run_time=0.5).times]
     quintiles = statistics.quantiles(times, n=5)
     return {"median": statistics.median(times), "p20": quintiles[0], "p80": quintiles[3]}
 

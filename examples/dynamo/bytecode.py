@@ -21,22 +21,15 @@ def listing(code) -> str:
     return dis.Bytecode(code).dis().rstrip("\n")
 
 
-def excerpt(text: str, opnames: tuple[str, ...]) -> str:
-    """The lines of a dis listing whose instruction starts with one of `opnames`, or that load a string;
-    each run of other lines becomes one '... N lines cut'."""
-    kept, cut = [], 0
-    for line in text.splitlines():
-        opname = re.search(r"\b[A-Z][A-Z_]+\b", line)
-        if opname and (opname.group().startswith(opnames) or "('" in line):
-            if cut:
-                kept.append(f"      ... {cut} line{'s' * (cut > 1)} cut")
-            kept.append(line)
-            cut = 0
-        else:
-            cut += 1
-    if cut:
-        kept.append(f"      ... {cut} line{'s' * (cut > 1)} cut")
-    return "\n".join(kept)
+def load_call_or_return(line: str) -> bool:
+    """Whether a line of a dis listing loads a global, a local or a string, calls, or returns."""
+    opname = re.search(r"\b[A-Z][A-Z_]+\b", line)
+    return bool(opname) and (opname.group().startswith(("LOAD_GLOBAL", "LOAD_FAST", "CALL", "RETURN")) or "('" in line)
+
+
+def counts(recorder) -> dict[str, int]:
+    """What a GraphRecorder saw: the graphs it was given to compile, and the runs of what it returned."""
+    return {"compiles": len(recorder.graphs), "graph runs": recorder.runs}
 
 
 def dynamo_globals(code, prefix: str) -> list[str]:
@@ -59,23 +52,8 @@ print(listing(scale_and_shift.__code__))
 # --8<-- [end:original-bytecode]
 
 # --8<-- [start:compile]
-stats = {"compiles": 0, "graph runs": 0}
-backend_results = []
-
-
-def counting_backend(graph_module, example_inputs):
-    """A Dynamo backend that counts its compiles, and the runs of what it returns."""
-    stats["compiles"] += 1
-
-    def run_graph(*args):
-        stats["graph runs"] += 1
-        return graph_module.forward(*args)
-
-    backend_results.append(run_graph)
-    return run_graph
-
-
-compiled = torch.compile(scale_and_shift, backend=counting_backend)
+recorder = compile_tools.GraphRecorder()  # keeps each graph it is given, counts the runs of what it returns
+compiled = torch.compile(scale_and_shift, backend=recorder)
 compiled(x, w)
 
 entries = _debug_get_cache_entry_list(scale_and_shift.__code__)
@@ -85,7 +63,7 @@ print(f"entry.compile_id: {entry.compile_id}   entry.code.co_name: {entry.code.c
 print()
 print(listing(entry.code))
 # --8<-- [end:compile]
-assert len(entries) == 1, "one compile, one cache entry"
+assert len(entries) == 1 and counts(recorder) == {"compiles": 1, "graph runs": 1}, "one compile, one cache entry"
 assert entry.code is not scale_and_shift.__code__ and entry.code.co_name == "scale_and_shift"
 (compiled_fn_name,) = dynamo_globals(entry.code, "__compiled_fn")  # the new code calls one compiled graph
 assert not dynamo_globals(scale_and_shift.__code__, "__compiled_fn"), "the function's own code is unchanged"
@@ -98,30 +76,32 @@ assert new_instructions[-1].opname.startswith("RETURN")
 # --8<-- [start:compiled-fn]
 compiled_fn = scale_and_shift.__globals__[compiled_fn_name]
 print(f"{compiled_fn_name} is a global of the function's module")
-print(f"  it wraps what the backend returned: {inspect.unwrap(compiled_fn) is backend_results[0]}")
+print(f"  it wraps what the backend returned: {inspect.unwrap(compiled_fn).__qualname__}")
+runs_before = recorder.runs
 graph_outputs = compiled_fn(x, w)
 print(
     f"  called with the tensors, it returns the graph's outputs: {type(graph_outputs).__name__} "
     f"of {len(graph_outputs)} tensor"
 )
+print(f"  and the recorder counts a graph run: {runs_before} -> {recorder.runs}")
 # --8<-- [end:compiled-fn]
-assert inspect.unwrap(compiled_fn) is backend_results[0]
+assert inspect.unwrap(compiled_fn).__qualname__.startswith("GraphRecorder.__call__"), "the backend's function"
+assert recorder.runs == runs_before + 1, "calling the global runs what the backend returned"
 assert len(graph_outputs) == 1 and torch.equal(graph_outputs[0], scale_and_shift(x, w))
 
 # --8<-- [start:frame-hook]
-stats.update({"compiles": 0, "graph runs": 0})
+print("so far:                ", counts(recorder))
 compiled(x, w)  # through torch.compile: the frame hook is on, the cache entry matches
-print("compiled(x, w):       ", stats)
+print("compiled(x, w):       ", counts(recorder))
 scale_and_shift(x, w)  # the plain function: no hook, CPython runs the original bytecode
-print("scale_and_shift(x, w):", stats)
+print("scale_and_shift(x, w):", counts(recorder))
 # --8<-- [end:frame-hook]
-assert stats == {"compiles": 0, "graph runs": 1}, "the second call reused the cache entry; the plain call ran Python"
+assert counts(recorder) == {"compiles": 1, "graph runs": 3}, "compiled reused the entry; the plain call ran Python"
 
 # --8<-- [start:guards]
-guard_lines = [line for line in str(entry.guard_manager).splitlines() if "TENSOR_MATCH" in line]
-for line in guard_lines:
-    print(line.split("  #")[0].strip())  # the guard, without the source comment that follows it
-print(f"... {len(str(entry.guard_manager).splitlines()) - len(guard_lines)} other lines of the guard tree cut")
+# Each guard without the source comment that follows it.
+guard_tree = "\n".join(line.split("  #")[0] for line in str(entry.guard_manager).splitlines())
+compile_tools.print_lines(guard_tree, lambda line: "TENSOR_MATCH" in line, "the rest of the guard tree")
 print()
 for label, args in [("same x, w", (x, w)), ("x.double()", (x.double(), w)), ("x of 9 elements", (torch.randn(9), w))]:
     print(f"guards pass for {label:<16}: {entry.guard_manager.check({'x': args[0], 'w': args[1]})}")
@@ -133,11 +113,11 @@ print(
     f"{[str(e.compile_id) for e in entries]}"
 )
 # --8<-- [end:guards]
-assert len(guard_lines) == 2, "one tensor guard for each argument"
+assert guard_tree.count("TENSOR_MATCH") == 2, "one tensor guard for each argument"
 assert entry.guard_manager.check({"x": x, "w": w})
 assert not entry.guard_manager.check({"x": x.double(), "w": w})
 assert not entry.guard_manager.check({"x": torch.randn(9), "w": w})
-assert len(entries) == 2 and stats["compiles"] == 1, "a second entry, from one more compile"
+assert len(entries) == 2 and len(recorder.graphs) == 2, "a second entry, from one more compile"
 assert entries[0].compile_id.frame_compile_id > entries[1].compile_id.frame_compile_id, "newest entry first"
 assert len({e.code for e in entries}) == 2, "each entry has a code object of its own"
 
@@ -153,16 +133,16 @@ def with_break(x):
     return torch.cos(y)
 
 
-stats.update({"compiles": 0, "graph runs": 0})
-compiled_break = torch.compile(with_break, backend=counting_backend)
+break_recorder = compile_tools.GraphRecorder()
+compiled_break = torch.compile(with_break, backend=break_recorder)
 compiled_break(x)
 (entry,) = _debug_get_cache_entry_list(with_break.__code__)
-print(stats)
+print(counts(break_recorder))
 print()
-# The stack shuffling between the calls is cut: only loads of globals, locals and strings, calls and returns.
-print(excerpt(listing(entry.code), ("LOAD_GLOBAL", "LOAD_FAST", "CALL", "RETURN")))
+# Only loads of globals, locals and strings, calls and returns: the stack shuffling between them is cut.
+compile_tools.print_lines(listing(entry.code), load_call_or_return, "the stack shuffling between these instructions")
 # --8<-- [end:graph-break]
-assert stats == {"compiles": 2, "graph runs": 2}, "two graphs: sin before the break, cos after it"
+assert counts(break_recorder) == {"compiles": 2, "graph runs": 2}, "two graphs: sin before the break, cos after it"
 assert len(dynamo_globals(entry.code, "__compiled_fn")) == 1
 (resume_name,) = dynamo_globals(entry.code, "__resume_at")  # one resume function
 steps = [
@@ -202,10 +182,9 @@ assert not dynamo_globals(resume_entries[0].code, "__resume_at"), "no further br
 torch._dynamo.reset()  # forget every compile, so that the next call compiles and logs again
 with compile_tools.captured_logs(bytecode=True) as log:
     compiled_break(x)
-log_lines = log.getvalue().splitlines()
-headers = [line.strip() for line in log_lines if line.startswith(("ORIGINAL BYTECODE", "MODIFIED BYTECODE"))]
-print("\n".join(headers))
-print(f"... {len(log_lines) - len(headers)} lines of listings cut")
+header = ("ORIGINAL BYTECODE", "MODIFIED BYTECODE")  # how the log starts each listing
+compile_tools.print_lines(log.getvalue(), lambda line: line.startswith(header), "the listings")
 # --8<-- [end:bytecode-log]
+headers = [line.strip() for line in log.getvalue().splitlines() if line.startswith(header)]
 assert [header.split()[0] for header in headers] == ["ORIGINAL", "MODIFIED"] * 2, headers
 assert headers[0].split()[2] == "with_break" and headers[2].split()[2].startswith("torch_dynamo_resume_in_with_break")

@@ -1,8 +1,8 @@
 """Dynamic shapes: when a new input size recompiles, when it doesn't, and what a symbolic graph looks like.
 
-Run it as it is: `python examples/dynamo/dynamic_shapes.py`. Every compile here uses a backend that only
-records the graph Dynamo hands it: whether a size recompiles is Dynamo's decision, made before any
-backend (Inductor included) sees the graph, so the counts are the same with the default backend.
+Run it as it is: `python examples/dynamo/dynamic_shapes.py`. Every compile here uses compile_tools.GraphRecorder,
+a backend that only records the graph Dynamo hands it: whether a size recompiles is Dynamo's decision, made
+before any backend (Inductor included) sees the graph, so the counts are the same with the default backend.
 """
 
 import logging
@@ -21,15 +21,6 @@ def add_positions(x):
     """x is (sequence, features); each row gets its position, scaled by the sequence length into [0, 1)."""
     positions = torch.arange(x.shape[0], device=x.device).unsqueeze(1)
     return torch.relu(x) + positions / (x.shape[0] + 1)
-
-
-graphs = []
-
-
-def keep_graph(graph_module, example_inputs):
-    """A backend that records each graph Dynamo compiles and runs it unchanged: len(graphs) counts compiles."""
-    graphs.append(graph_module)
-    return graph_module.forward
 
 
 def inputs_of(graph_module):
@@ -58,39 +49,42 @@ def rows(n):
 
 
 def run(compiled, x):
-    """Call compiled(x) and say whether Dynamo compiled a new graph for it."""
-    before = len(graphs)
+    """Call compiled(x) and say whether it compiled a new graph, ran one compiled before, or ran uncompiled.
+
+    `recorder` is the compile_tools.GraphRecorder that compiled was compiled with.
+    """
+    graphs_before, runs_before = len(recorder.graphs), recorder.runs
     compiled(x)
-    if len(graphs) > before:
-        print(f"{x.shape[0]:>2} rows: compiled graph {len(graphs)}, which takes {inputs_of(graphs[-1])}")
-    else:
+    if len(recorder.graphs) > graphs_before:
+        new_graph = recorder.graphs[-1]
+        print(f"{x.shape[0]:>2} rows: compiled graph {len(recorder.graphs)}, which takes {inputs_of(new_graph)}")
+    elif recorder.runs > runs_before:
         print(f"{x.shape[0]:>2} rows: no compile, a graph compiled before passed its guards")
+    else:
+        print(f"{x.shape[0]:>2} rows: no compile, ran uncompiled")
 # --8<-- [end:function]
 
 
 # --8<-- [start:automatic-dynamic]
 torch._dynamo.reset()
-graphs.clear()
-compiled = torch.compile(add_positions, backend=keep_graph)  # dynamic=None, the default
+recorder = compile_tools.GraphRecorder()
+compiled = torch.compile(add_positions, backend=recorder)  # dynamic=None, the default
 compiles_after = []
 with compile_tools.captured_logs(recompiles=True, dynamic=logging.INFO) as log:
     for n in (8, 16, 32):
         run(compiled, rows(n))
-        compiles_after.append(len(graphs))
+        compiles_after.append(len(recorder.graphs))
 print()
-print("what Dynamo logged (TORCH_LOGS=recompiles,dynamic):")
-logged = [line for line in log.getvalue().splitlines() if line.strip()]
-kept = [re.sub(r"(\[\d+, \w+\]).*", r"\1", line) for line in logged
-        if line.strip() not in ("create_env", "produce_guards")]
-print("\n".join(kept))
-print(f"[{len(logged) - len(kept)} lines cut: create_env and produce_guards markers; "
-      "the source position after each create_symbol]")
+print("what Dynamo logged (TORCH_LOGS=recompiles,dynamic), the source position after create_symbol cut:")
+compile_tools.print_lines(re.sub(r"^(create_symbol .*?\[\d+, \w+\]).*$", r"\1", log.getvalue(), flags=re.M),
+                          keep=lambda line: line.strip() not in ("create_env", "produce_guards"),
+                          why_cut="the create_env and produce_guards markers")
 # --8<-- [end:automatic-dynamic]
 assert compiles_after == [1, 2, 2], "static first, one recompile with a dynamic graph, then reuse"
-assert not is_symbolic(graphs[0]) and is_symbolic(graphs[1]), "the first graph is static, the second symbolic"
+assert not is_symbolic(recorder.graphs[0]) and is_symbolic(recorder.graphs[1]), "static first, then symbolic"
 assert "size mismatch" in log.getvalue(), "the recompile was triggered by the size guard of the first graph"
 assert re.search(r"create_symbol \w+ = 16 for L\['x'\]\.size\(\)\[0\] \[2, ", log.getvalue()), "range from 2"
-dynamic_graph = graphs[1]
+dynamic_graph = recorder.graphs[1]
 placeholders = [node.meta["example_value"] for node in dynamic_graph.graph.nodes if node.op == "placeholder"]
 assert isinstance(placeholders[0], torch.SymInt), "the size is an input of its own, before the tensor"
 assert placeholders[1].shape[1] == 16 and not isinstance(placeholders[1].shape[1], torch.SymInt), "columns static"
@@ -110,20 +104,25 @@ assert symbolic_nodes, "arithmetic on a size is a node of the graph"
 assert is_symbolic(dynamic_graph)
 
 # --8<-- [start:guards]
+def about_shape(guard):
+    return "TENSOR_MATCH" in guard or ("LAMBDA_GUARD" in guard and "size()" in guard)
+
+
 guard_lines = {}
 for label, sizes in (("static", (8,)), ("dynamic", (8, 16))):
     torch._dynamo.reset()
-    compiled = torch.compile(add_positions, backend=keep_graph)
+    compiled = torch.compile(add_positions, backend=compile_tools.GraphRecorder())
     with compile_tools.captured_logs(guards=True) as log:
         for n in sizes:
             compiled(rows(n))
     last_guards = log.getvalue().split("GUARDS:")[-1]  # the guards of the last compile
-    guard_lines[label] = [line.split("#")[0].strip(" |+-") for line in last_guards.splitlines()
-                          if "TENSOR_MATCH" in line or ("LAMBDA_GUARD" in line and "size()" in line)]
-    total = len(last_guards.splitlines())
-    print(f"{label} graph: {len(guard_lines[label])} of its {total} guard lines are about x's shape:")
-    for line in guard_lines[label]:
-        print("  " + re.sub(r"DispatchKeySet\([^)]*\), ", "", line))  # dispatch keys cut
+    guards = [re.sub(r"DispatchKeySet\([^)]*\), ", "", line.split("#")[0].strip(" |+-"))  # dispatch keys cut
+              for line in last_guards.splitlines()]
+    guard_lines[label] = [guard for guard in guards if about_shape(guard)]
+    print(f"{label} graph, the guards on x's shape:")
+    compile_tools.print_lines("\n".join("  " + guard for guard in guards), keep=about_shape,
+                              why_cut="the other guards (global state, globals, x's type and dynamic markings), "
+                              "the tree's structure, the check's latency")
 # --8<-- [end:guards]
 assert any("2 <=" in line and "size()[0]" in line for line in guard_lines["dynamic"]), "dynamic: size >= 2"
 assert not any("LAMBDA_GUARD" in line for line in guard_lines["static"]), "static: only the exact-shape match"
@@ -131,8 +130,8 @@ assert "size=[8, 16]" in guard_lines["static"][0] and "size=[None, 16]" in guard
 
 # --8<-- [start:mark-dynamic]
 torch._dynamo.reset()
-graphs.clear()
-compiled = torch.compile(add_positions, backend=keep_graph)
+recorder = compile_tools.GraphRecorder()
+compiled = torch.compile(add_positions, backend=recorder)
 first = rows(8)
 torch._dynamo.mark_dynamic(first, 0)  # dimension 0 of this tensor is dynamic from the first compile
 for x in (first, rows(16), rows(32)):
@@ -155,7 +154,8 @@ except Exception as error:  # ConstraintViolationError, raised while Dynamo buil
 print("mark_dynamic on a size the code forces to 8:")
 print(" ", promise_error or "compiles")
 # --8<-- [end:mark-dynamic]
-assert len(graphs) == 1 and is_symbolic(graphs[0]), "mark_dynamic: one symbolic compile covers every size"
+assert len(recorder.graphs) == 1 and is_symbolic(recorder.graphs[0]), "mark_dynamic: one symbolic compile"
+assert recorder.runs == 3, "and it ran all three calls"
 assert promise_error is not None, "mark_dynamic is a promise: specializing the size is an error"
 
 # --8<-- [start:zero-one]
@@ -164,17 +164,18 @@ with compile_tools.captured_logs(recompiles=True) as log:
         run(compiled, rows(n))
 reasons = [line.strip() for line in log.getvalue().splitlines() if line.strip().startswith("- 0/")]
 print()
-print("the guards that failed:")
-print("\n".join(reason.split("  #")[0] for reason in reasons))
+print("what Dynamo logged (TORCH_LOGS=recompiles), the comment after each guard cut:")
+compile_tools.print_lines(re.sub(r"  #.*", "", log.getvalue()), keep=lambda line: line.strip().startswith("- 0/"),
+                          why_cut='the "Recompiling function" and "triggered by" lines of each recompile')
 # --8<-- [end:zero-one]
-assert len(graphs) == 3, "sizes 1 and 0 each got a graph of their own; 64 and the repeats reused graphs"
-assert not is_symbolic(graphs[1]) and not is_symbolic(graphs[2]), "the graphs for 1 and 0 are static"
+assert len(recorder.graphs) == 3, "sizes 1 and 0 each got a graph of their own; 64 and the repeats reused graphs"
+assert not is_symbolic(recorder.graphs[1]) and not is_symbolic(recorder.graphs[2]), "the graphs for 1 and 0 are static"
 assert any("2 <=" in reason for reason in reasons), "the symbolic graph's guard excludes 0 and 1"
 
 # --8<-- [start:unbacked]
 torch._dynamo.reset()
-graphs.clear()
-compiled = torch.compile(add_positions, backend=keep_graph)
+recorder = compile_tools.GraphRecorder()
+compiled = torch.compile(add_positions, backend=recorder)
 first = rows(1)
 torch._dynamo.decorators.mark_unbacked(first, 0)  # a size Dynamo may not look at: no 0/1 specialization
 for x in (first, rows(0), rows(8), rows(1)):
@@ -207,8 +208,9 @@ torch._dynamo.reset()
 checked_rows = torch.compile(first_rows_checked, backend="eager", fullgraph=True)(x).shape[0]
 print(f"with torch._check(x.shape[0] > 4) first: compiles, and returns {checked_rows} rows")
 # --8<-- [end:unbacked]
-assert len(graphs) == 1, "an unbacked size: one graph for 0, 1 and 8 rows"
-assert "Sym(u" in inputs_of(graphs[0]), "the size is an unbacked symbol"
+assert len(recorder.graphs) == 1, "an unbacked size: one graph for 0, 1 and 8 rows"
+assert recorder.runs == 8, "it ran every call, the checks against add_positions included"
+assert "Sym(u" in inputs_of(recorder.graphs[0]), "the size is an unbacked symbol"
 assert branch_error is not None, "Python cannot branch on an unbacked size"
 assert checked_rows == 4, "torch._check answers the branch"
 
@@ -216,35 +218,38 @@ assert checked_rows == 4, "torch._check answers the branch"
 counts = {}
 for dynamic in (False, None, True):
     torch._dynamo.reset()
-    graphs.clear()
-    compiled = torch.compile(add_positions, backend=keep_graph, dynamic=dynamic)
+    recorder = compile_tools.GraphRecorder()
+    compiled = torch.compile(add_positions, backend=recorder, dynamic=dynamic)
     for n in (8, 16, 32, 64):
         compiled(rows(n))
-    counts[dynamic] = len(graphs)
-    kinds = ", ".join("symbolic" if is_symbolic(graph) else "static" for graph in graphs)
-    print(f"dynamic={dynamic!s:<5}: {len(graphs)} compile(s) for 4 sizes ({kinds})")
-    print(f"               first graph takes {inputs_of(graphs[0])}")
+    counts[dynamic] = len(recorder.graphs)
+    kinds = ", ".join("symbolic" if is_symbolic(graph) else "static" for graph in recorder.graphs)
+    print(f"dynamic={dynamic!s:<5}: {len(recorder.graphs)} compile(s) for 4 sizes ({kinds})")
+    print(f"               first graph takes {inputs_of(recorder.graphs[0])}")
 # --8<-- [end:dynamic-flag]
-first_shape = next(node.meta["example_value"].shape for node in graphs[0].graph.nodes  # dynamic=True's graph
+first_shape = next(node.meta["example_value"].shape for node in recorder.graphs[0].graph.nodes  # dynamic=True
                    if node.op == "placeholder" and isinstance(node.meta["example_value"], torch.Tensor))
 assert counts == {False: 4, None: 2, True: 1}, counts
 assert all(isinstance(size, torch.SymInt) for size in first_shape), "dynamic=True: every dimension symbolic"
 assert str(first_shape[0]) != str(first_shape[1]), "8 and 16 on the first call: two symbols"
-graphs.clear()
 torch._dynamo.reset()
-torch.compile(add_positions, backend=keep_graph, dynamic=True)(torch.randn(16, 16, device=device))
-square = next(node.meta["example_value"].shape for node in graphs[0].graph.nodes if node.op == "placeholder"
+recorder = compile_tools.GraphRecorder()
+torch.compile(add_positions, backend=recorder, dynamic=True)(torch.randn(16, 16, device=device))
+square = next(node.meta["example_value"].shape for node in recorder.graphs[0].graph.nodes if node.op == "placeholder"
               and isinstance(node.meta["example_value"], torch.Tensor))
 assert str(square[0]) == str(square[1]), "duck sizing: equal sizes on the first call share one symbol"
 
 # --8<-- [start:recompile-limit]
 torch._dynamo.reset()
-graphs.clear()
-compiled = torch.compile(add_positions, backend=keep_graph, dynamic=False)
+recorder = compile_tools.GraphRecorder()
+compiled = torch.compile(add_positions, backend=recorder, dynamic=False)
 for n in range(2, 14):
     x = rows(n)
     torch.testing.assert_close(compiled(x), add_positions(x))  # past the limit it still runs, uncompiled
-print(f"dynamic=False, 12 sizes: {len(graphs)} graphs compiled, "
-      f"recompile_limit is {torch._dynamo.config.recompile_limit}; the last sizes ran uncompiled")
+print(f"dynamic=False, 12 sizes: {len(recorder.graphs)} graphs compiled "
+      f"(recompile_limit is {torch._dynamo.config.recompile_limit}); "
+      f"{recorder.runs} calls ran a compiled graph, {12 - recorder.runs} ran uncompiled")
 # --8<-- [end:recompile-limit]
-assert len(graphs) == torch._dynamo.config.recompile_limit, "compiles stop at the limit"
+limit = torch._dynamo.config.recompile_limit
+assert len(recorder.graphs) == limit, "compiles stop at the limit"
+assert recorder.runs == limit, "each size up to the limit ran its graph; the sizes after it ran uncompiled"

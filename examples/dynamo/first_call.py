@@ -17,7 +17,6 @@ os.environ["TRITON_CACHE_DIR"] = os.path.join(cache_folder, "triton")
 
 import atexit
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -48,8 +47,6 @@ class MLPBlock(torch.nn.Module):
 
 # Inference only: no parameter needs a gradient, so no backward graph is compiled.
 model = MLPBlock().to(device).eval().requires_grad_(False)
-if device.type == "cpu":
-    torch.set_num_threads(1)  # steadier timings where other programs share the cores (see the page)
 x = torch.randn(128, 256, device=device)
 expected = model(x)
 # --8<-- [end:model]
@@ -68,11 +65,6 @@ def timed_call(fn, *args):
     out = fn(*args)
     synchronize()
     return out, (time.perf_counter() - start) * 1e3
-
-
-def steady_ms(fn, *args, calls=50):
-    """The median of many more calls, measured the same way: once compiled, a call only runs."""
-    return statistics.median(timed_call(fn, *args)[1] for _ in range(calls))
 
 
 # Whatever one-time set-up the process's first compile pays for, pay it now, with a compile that
@@ -94,10 +86,10 @@ for backend in ("eager", "aot_eager", "inductor"):
             name: [float(t) for t in values.split(", ")]
             for name, values in zip(*compile_times(repr="csv"), strict=True)
         },
-        "steady_ms": steady_ms(compiled, x),
+        "steady_ms": compile_tools.timing_ms(compiled, x)["median"],  # once compiled, a call only runs
     }
 
-eager_ms = steady_ms(model, x)
+eager_ms = compile_tools.timing_ms(model, x)["median"]
 print(f"(set-up: the process's first compile, with backend='eager', took {setup_ms:.1f} ms)\n")
 print(f"{'backend':<22}{'first call':>12}{'steady state':>15}{'first / steady':>17}")
 print(f"{'(not compiled)':<22}{'':>12}{eager_ms:>12.3f} ms")

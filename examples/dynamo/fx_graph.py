@@ -12,6 +12,8 @@ from collections import Counter
 import torch
 from torch import nn
 
+import compile_tools
+
 torch.manual_seed(0)
 
 
@@ -50,12 +52,13 @@ x = torch.randn(2, 8, 16)
 
 # --8<-- [start:explain]
 explanation = torch._dynamo.explain(model)(x)
-report = str(explanation)
-summary = report.split("Out Guards:")[0].rstrip()
-summary = re.sub(r" at 0x[0-9a-f]+", "", summary)  # memory addresses, different on every run
-print(summary)
-cut = len(report.splitlines()) - len(summary.splitlines())
-print(f"... {cut} lines cut: the {len(explanation.out_guards)} guards (see the guards page) and compile times")
+report = re.sub(r" at 0x[0-9a-f]+", "", str(explanation))  # memory addresses, different on every run
+graph_part = report.split("Out Guards:")[0].splitlines()
+compile_tools.print_lines(
+    report,
+    keep=lambda line: line in graph_part,
+    why_cut=f"the {len(explanation.out_guards)} guards (see the guards page) and compile times",
+)
 # --8<-- [end:explain]
 assert explanation.graph_count == 1 and explanation.graph_break_count == 0, "one graph, no graph break"
 assert explanation.break_reasons == []

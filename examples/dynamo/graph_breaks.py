@@ -32,10 +32,11 @@ def diagnose(fn, *args):
     if error is None:
         print("fullgraph=True: compiles")
     else:
-        lines = [re.sub(r" at 0x[0-9a-f]+", "", line.strip()) for line in error.splitlines() if line.strip()]
-        kept = [lines[0]] + [line for line in lines if line.startswith("Explanation:")]
-        print("fullgraph=True: raises", *kept, sep="\n  ")
-        print(f"  [{len(lines) - len(kept)} more lines cut: hints, developer context, user stack]")
+        message = "\n".join("  " + re.sub(r" at 0x[0-9a-f]+", "", line.strip()) for line in error.splitlines())
+        first_line = message.splitlines()[0]
+        print("fullgraph=True: raises")
+        compile_tools.print_lines(message, keep=lambda line: line == first_line or line.startswith("  Explanation:"),
+                                  why_cut="hints, developer context, user stack")
     return report, error
 
 
@@ -59,15 +60,6 @@ def check_fix(broken, fixed, *args):
     print(f"fixed: {report.graph_count} graph, {report.graph_break_count} graph breaks; "
           f"fullgraph=True {'compiles' if error is None else 'raises'}; same result as before: {same}")
     return report, error, same
-
-
-compiled_graphs = []
-
-
-def count_graphs(graph_module, example_inputs):
-    """A backend that keeps each graph Dynamo compiles and runs it unchanged."""
-    compiled_graphs.append(graph_module)
-    return graph_module.forward
 # --8<-- [end:diagnose]
 
 
@@ -124,16 +116,17 @@ def double_or_shift_cond(x):
 
 outcome = check_fix(double_or_shift, double_or_shift_cond, x)
 torch._dynamo.reset()
-compiled_graphs.clear()
-compiled_cond = torch.compile(double_or_shift_cond, fullgraph=True, backend=count_graphs)
+recorder = compile_tools.GraphRecorder()  # keeps each graph it is given, counts the calls that ran one
+compiled_cond = torch.compile(double_or_shift_cond, fullgraph=True, backend=recorder)
 both_branches = all(torch.allclose(compiled_cond(t), double_or_shift(t)) for t in (x.abs(), -x.abs()))
-print(f"both branches match the original, run by {len(compiled_graphs)} compiled graph: {both_branches}")
-cond_nodes = [node.format_node() for node in compiled_graphs[0].graph.nodes
+print(f"both branches match the original: {both_branches}; "
+      f"{len(recorder.graphs)} graph compiled, {recorder.runs} calls ran it")
+cond_nodes = [node.format_node() for node in recorder.graphs[0].graph.nodes
               if node.op == "call_function" and "cond" in str(node.target)]
 print("the branch is one node of the graph:", *cond_nodes, sep="\n  ")
 # --8<-- [end:branch-fix]
 assert_fixed(outcome)
-assert both_branches and len(compiled_graphs) == 1, "one graph runs both branches"
+assert both_branches and len(recorder.graphs) == 1 and recorder.runs == 2, "one graph runs both branches"
 assert len(cond_nodes) == 1, cond_nodes
 
 
@@ -192,19 +185,19 @@ scales = torch.rand(8, device=device)
 report, error = diagnose(scale_rows, x, scales)
 
 torch._dynamo.reset()
-compiled_graphs.clear()
-compiled_scale_rows = torch.compile(scale_rows, backend=count_graphs)
+recorder = compile_tools.GraphRecorder()
+compiled_scale_rows = torch.compile(scale_rows, backend=recorder)
 for call in range(1, 4):
     compiled_scale_rows(x, torch.rand(8, device=device))
-    print(f"call {call} with new scales: {len(compiled_graphs)} graphs compiled so far")
-constants = [line.strip()[:100] + " ..." for line in compiled_graphs[1].code.splitlines() if "tensor(" in line]
+    print(f"call {call} with new scales: {len(recorder.graphs)} graphs compiled so far")
+constants = [line.strip()[:100] + " ..." for line in recorder.graphs[1].code.splitlines() if "tensor(" in line]
 print("the graph after the break, first version:", *constants, sep="\n  ")
 # --8<-- [end:tolist-break]
 assert (report.graph_count, report.graph_break_count) == (2, 1), ".tolist() splits the function in two graphs"
 assert error is not None, "fullgraph=True refuses .tolist() on a float tensor"
 assert constants, "the first graph after the break holds the values as constants"
-assert len(compiled_graphs) == 3, "call 2 recompiled the code after the break, call 3 reused it"
-inputs_per_graph = [sum(node.op == "placeholder" for node in g.graph.nodes) for g in compiled_graphs]
+assert len(recorder.graphs) == 3, "call 2 recompiled the code after the break, call 3 reused it"
+inputs_per_graph = [sum(node.op == "placeholder" for node in g.graph.nodes) for g in recorder.graphs]
 assert inputs_per_graph[2] > inputs_per_graph[1], "the recompiled graph takes the values as inputs"
 
 # --8<-- [start:tolist-fix]
@@ -235,11 +228,14 @@ assert error is not None, "fullgraph=True refuses the C function"
 
 # --8<-- [start:builtin-recompiles]
 torch._dynamo.reset()
-compiled_graphs.clear()
-compiled_two_layers = torch.compile(two_layers, backend=count_graphs)
+recorder = compile_tools.GraphRecorder()
+compiled_two_layers = torch.compile(two_layers, backend=recorder)
+graphs_run = []
 with compile_tools.captured_logs(recompiles=True) as log:
     for _ in range(12):
+        runs_before = recorder.runs
         compiled_two_layers(x, w)
+        graphs_run.append(recorder.runs - runs_before)
 
 
 def frame_of(graph_module):
@@ -249,19 +245,21 @@ def frame_of(graph_module):
     return f"frame {graph_module.meta['dynamo_compile_id'].frame_id}, {name}"
 
 
-graphs_per_frame = Counter(frame_of(graph) for graph in compiled_graphs)
+graphs_per_frame = Counter(frame_of(graph) for graph in recorder.graphs)
 reasons = [line.split("#")[0].strip() for line in log.getvalue().splitlines()
            if re.match(r"\s*- \d+/\d+: .*timestamps", line)]
-print(f"12 calls: {len(compiled_graphs)} graphs compiled "
+print(f"12 calls: {len(recorder.graphs)} graphs compiled "
       f"(recompile_limit is {torch._dynamo.config.recompile_limit})")
 for function, count in graphs_per_frame.items():
     print(f"  {count} graphs for {function}")
 print("a guard that failed:", reasons[-1])
+print("compiled graphs run by each call:", *graphs_run)
 # --8<-- [end:builtin-recompiles]
 limit = torch._dynamo.config.recompile_limit
 assert graphs_per_frame["frame 0, two_layers"] == limit, "the function recompiles up to the limit"
 assert sorted(graphs_per_frame.values())[-2] >= limit - 1, "so does a resume function (2.11 counts one fewer)"
 assert reasons, "the guard that fails is on the list the probe appends to"
+assert all(graphs_run[:limit]) and graphs_run[limit:] == [0] * (12 - limit), "past the limit: plain Python"
 
 
 # --8<-- [start:builtin-fix]
@@ -351,11 +349,6 @@ inputs = torch.randn(batch, width, device=device)
 # --8<-- [end:cost-function]
 
 # --8<-- [start:cost]
-threads = torch.get_num_threads()
-if device.type == "cpu":
-    # timing_ms times CPU code on one thread (torch.utils.benchmark's default). The thread count is part
-    # of Dynamo's GLOBAL_STATE guard, so compile on one thread too, or the first timed call recompiles.
-    torch.set_num_threads(1)
 results = {}
 for name, fn in (("with the break", mlp_block), ("fixed", mlp_block_fixed)):
     torch._dynamo.reset()
@@ -373,7 +366,6 @@ with compile_tools.captured_logs(recompiles=True) as log:
         for result in results.values():
             result["medians"].append(compile_tools.timing_ms(result["compiled"], inputs)["median"] * 1e3)
 timestamps.clear()
-torch.set_num_threads(threads)
 broken, fixed = results["with the break"], results["fixed"]
 for name, result in results.items():
     print(f"{name}: {result['graphs']} graph(s), {len(result['kernels'])} generated kernels {result['kernels']}")

@@ -1,24 +1,14 @@
 """Guards: what Dynamo checks before it reuses a compiled graph, and the recompiles when a check fails.
 
 Run it as it is: `python examples/dynamo/guards.py`. Guards work the same way on every device, so
-this example stays on the CPU, and its backends only count graphs and run them as they are:
-Inductor would add compile time and nothing to the point.
+this example stays on the CPU, and its backend, compile_tools.GraphRecorder, only keeps the graphs
+and runs them as they are: Inductor would add compile time and nothing to the point.
 """
 
 import torch
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
-from torch._dynamo.testing import CompileCounter
 
 import compile_tools
-
-
-def print_lines(text, keep, why_cut):
-    """Print the lines of text for which keep(line) is true, then one line saying how many were cut."""
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
-    kept = [line for line in lines if keep(line)]
-    print("\n".join(kept))
-    if len(kept) < len(lines):
-        print(f"... {len(lines) - len(kept)} lines cut: {why_cut}")
 
 
 # --8<-- [start:function]
@@ -42,8 +32,8 @@ def scaled_relu(x, bias, steps):
     return y
 
 
-counter = CompileCounter()  # a backend that counts the graphs it gets and runs them as they are
-compiled = torch.compile(scaled_relu, backend=counter)
+recorder = compile_tools.GraphRecorder()  # a backend that keeps each graph it gets and runs it as it is
+compiled = torch.compile(scaled_relu, backend=recorder)
 x, bias = torch.randn(8, 4), torch.randn(4)
 # --8<-- [end:function]
 
@@ -51,14 +41,14 @@ x, bias = torch.randn(8, 4), torch.randn(4)
 with compile_tools.captured_logs(guards=True) as log:
     compiled(x, bias, 2)
 guard_log = log.getvalue()
-print_lines(
+compile_tools.print_lines(
     guard_log,
     keep=lambda line: "DIMENSION_DYNAMIC_MARKING_GUARD" not in line and "latency" not in line,
     why_cut="the DIMENSION_DYNAMIC_MARKING_GUARD lines (no dimension was marked dynamic by hand), "
     "and the time one guard check took",
 )
 # --8<-- [end:guards]
-assert counter.frame_count == 1
+assert len(recorder.graphs) == 1
 for kind in ("TENSOR_MATCH", "EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "GLOBAL_STATE"):
     assert kind in guard_log, kind
 for source in ("L['x']", "L['bias']", "L['steps']", "G['SCALE']", "G['settings']", "G['torch'].relu"):
@@ -98,7 +88,7 @@ outcomes.append(check("torch.relu replaced"))
 torch.relu = relu
 # --8<-- [end:check-guards]
 assert outcomes == [True, True] + [False] * 8, outcomes
-assert counter.frame_count == 1, "checking guards compiles nothing"
+assert len(recorder.graphs) == 1, "checking guards compiles nothing"
 
 
 # --8<-- [start:recompiles]
@@ -106,10 +96,10 @@ recompiled = []
 
 
 def call(what, *args):
-    before = counter.frame_count
+    before = len(recorder.graphs)
     compiled(*args)
-    recompiled.append(counter.frame_count > before)
-    print(f"{what:34} graphs compiled so far: {counter.frame_count}{'  <- recompiled' if recompiled[-1] else ''}")
+    recompiled.append(len(recorder.graphs) > before)
+    print(f"{what:34} graphs compiled so far: {len(recorder.graphs)}{'  <- recompiled' if recompiled[-1] else ''}")
 
 
 with compile_tools.captured_logs(recompiles=True) as log:
@@ -126,14 +116,14 @@ with compile_tools.captured_logs(recompiles=True) as log:
         call("under torch.no_grad()", x, bias, 2)
 recompile_log = log.getvalue()
 print()
-print_lines(
+compile_tools.print_lines(
     recompile_log,
     keep=lambda line: "Recompiling function" in line or "0/0:" in line,
     why_cut="how the other cache entries failed, and user stack traces",
 )
 # --8<-- [end:recompiles]
 assert recompiled == [False, True, True, True, True, True], "each change recompiled, the repeated call did not"
-assert counter.frame_count == 6, "five recompiles after the first compile"
+assert len(recorder.graphs) == 6, "five recompiles after the first compile"
 assert recompile_log.count("Recompiling function") == 5
 assert len(_debug_get_cache_entry_list(scaled_relu)) == 6, "one cache entry per compile"
 
@@ -144,7 +134,7 @@ with compile_tools.captured_logs(guards=True, recompiles=True) as log:
     call("the first arguments again", x, bias, 2)
 shape_log = log.getvalue()
 print()
-print_lines(
+compile_tools.print_lines(
     shape_log,
     keep=lambda line: (
         "0/0:" in line
@@ -155,7 +145,7 @@ print_lines(
 )
 # --8<-- [end:shape-guards]
 assert recompiled[-3:] == [True, False, False], "16 rows recompiled; 32 rows and the first arguments did not"
-assert counter.frame_count == 7 and torch._dynamo.config.automatic_dynamic_shapes
+assert len(recorder.graphs) == 7 and torch._dynamo.config.automatic_dynamic_shapes
 assert shape_log.count("Recompiling function") == 1
 entries = [entry.guard_manager for entry in _debug_get_cache_entry_list(scaled_relu)]
 accepting_64_rows = [guard for guard in entries if guard.check(dict(first_call, x=torch.randn(64, 4)))]
@@ -164,48 +154,33 @@ dynamic_entry = accepting_64_rows[0]
 assert not dynamic_entry.check(dict(first_call, x=torch.randn(1, 4))), "but not 1: sizes 0 and 1 stay specialized"
 assert not dynamic_entry.check(dict(first_call, x=torch.randn(16, 5))), "the second dimension is still static"
 
+
 # --8<-- [start:recompile-limit]
-graphs_compiled = 0
-compiled_runs = 0
-
-
-def counting_backend(graph_module, example_inputs):
-    """Counts the graphs it compiles, and the calls that run a compiled graph."""
-    global graphs_compiled
-    graphs_compiled += 1
-
-    def run(*args):
-        global compiled_runs
-        compiled_runs += 1
-        return graph_module.forward(*args)
-
-    return run
-
-
 def activate(x, name):
     return getattr(torch, name)(x) * 2
 
 
-compiled_activate = torch.compile(activate, backend=counting_backend)
+activate_recorder = compile_tools.GraphRecorder()  # .runs counts the calls that ran a compiled graph
+compiled_activate = torch.compile(activate, backend=activate_recorder)
 ran_compiled = {}
 with torch._dynamo.config.patch(recompile_limit=2), compile_tools.captured_logs(recompiles=True) as log:
     for name in ("relu", "tanh", "sigmoid", "exp", "relu", "tanh", "sigmoid"):
-        before = compiled_runs
+        before = activate_recorder.runs
         result = compiled_activate(x, name)
         torch.testing.assert_close(result, activate(x, name))
-        ran_compiled.setdefault(name, []).append(compiled_runs > before)
-        how = "a compiled graph" if compiled_runs > before else "eagerly, as plain Python"
-        print(f"{name:8} graphs compiled: {graphs_compiled}   ran {how}")
+        ran_compiled.setdefault(name, []).append(activate_recorder.runs > before)
+        how = "a compiled graph" if activate_recorder.runs > before else "eagerly, as plain Python"
+        print(f"{name:8} graphs compiled: {len(activate_recorder.graphs)}   ran {how}")
 limit_log = log.getvalue()
 print()
-print_lines(
+compile_tools.print_lines(
     limit_log,
     keep=lambda line: "hit config" in line or line.lstrip().startswith(("function:", "last reason:")),
     why_cut="the two recompile reasons before it, stack traces and hints",
 )
 print("recompile_limit after the with block:", torch._dynamo.config.recompile_limit)
 # --8<-- [end:recompile-limit]
-assert graphs_compiled == 2, "the first compile and one recompile, then the limit"
+assert len(activate_recorder.graphs) == 2, "the first compile and one recompile, then the limit"
 assert ran_compiled == {"relu": [True, True], "tanh": [True, True], "sigmoid": [False, False], "exp": [False]}
 assert "_limit" in limit_log and limit_log.count("hit config") == 1, "one warning, when the limit was hit"
 assert torch._dynamo.config.recompile_limit == 8, "config.patch put the default back"
