@@ -3,14 +3,10 @@
 #   docker run --gpus all -v "$PWD/site:/home/docs/project/site" torch-compile-inside
 FROM pytorch/pytorch:2.11.0-cuda13.0-cudnn9-devel
 
-# Node.js only to fetch mermaid once, so the site needs no network to view.
-RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm \
-    && rm -rf /var/lib/apt/lists/* \
-    && useradd --create-home docs
-COPY --chown=docs:docs . /home/docs/project
+COPY . /home/docs/project
 WORKDIR /home/docs/project
 # The same script sets up a bare GPU machine; it is exercised there even where Docker can't run.
-RUN docker/setup-image.sh && chown -R docs:docs .cache
+RUN docker/setup-image.sh && useradd --create-home docs && chown -R docs:docs /home/docs/project
 USER docs
 # A fresh results folder makes the build re-run every example on this GPU instead of reusing
 # stored outputs: the published site shows only what ran in the image.

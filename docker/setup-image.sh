@@ -27,7 +27,11 @@ fi
 site_packages=$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 printf '%s\n%s\n' "$PWD" "$PWD/examples" > "$site_packages/torch_compile_inside.pth"
 
-# Mermaid for offline diagrams: fetched from npm where it can be, else it must be carried in.
+# Mermaid for offline diagrams, fetched once from npm. With network (the image build), install
+# Node.js for that; without (a bare GPU machine), .cache/vendor must be carried in.
+if [ -z "${WHEELS:-}" ] && ! command -v npm >/dev/null; then
+  apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*
+fi
 if command -v npm >/dev/null; then
   python3 -m execdocs.vendor
 else
