@@ -20,6 +20,7 @@ TEST_RUN = Path(".cache/test-run")
 
 def install(session: nox.Session, *groups: str) -> None:
     """The project (with torch) and the named dependency groups, then the vendored JavaScript."""
+    session.env["NO_MKDOCS_2_WARNING"] = "1"  # Material's end-of-life banner, printed on every build
     if session.venv_backend != "none":
         wanted = [requirement for group in groups for requirement in nox.project.dependency_groups(PYPROJECT, group)]
         if shutil.which("nvidia-smi") is None:
