@@ -80,6 +80,11 @@ class Example:
                 )
         return opened
 
+    @property
+    def is_support_module(self) -> bool:
+        """A module examples import (its name starts with `_`): pages may include it, nothing runs it."""
+        return self.path.name.startswith("_")
+
     def runs_on(self, device: str) -> bool:
         return device in self.devices
 

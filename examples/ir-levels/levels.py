@@ -5,26 +5,15 @@ nothing is compiled to machine code: each level is a graph, captured and printed
 stays on the CPU everywhere.
 """
 
-import operator
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 from torch._prims.context import TorchRefsMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import compile_tools
+from _program import NormLinearGelu, operators
 
 torch.manual_seed(0)
-
-
-def operators(graph_module):
-    """What each operation node of a graph calls, in order (tuple unpacking, `getitem`, left out)."""
-    return [
-        node.target
-        for node in graph_module.graph.nodes
-        if node.op in ("call_function", "call_method") and node.target is not operator.getitem
-    ]
 
 
 def show_graph(graph_module):
@@ -32,16 +21,6 @@ def show_graph(graph_module):
 
 
 # --8<-- [start:program]
-class NormLinearGelu(nn.Module):
-    def __init__(self, width=16, out=32):
-        super().__init__()
-        self.norm = nn.LayerNorm(width)
-        self.proj = nn.Linear(width, out)
-
-    def forward(self, x):
-        return torch.softmax(F.gelu(self.proj(self.norm(x))), dim=-1)
-
-
 model = NormLinearGelu().eval()
 x = torch.randn(4, 16)
 # --8<-- [end:program]

@@ -4,26 +4,16 @@ Run it as it is: `python examples/ir-levels/op_counts.py`. Only graphs are captu
 registries read, nothing is compiled to machine code, so the example stays on the CPU everywhere.
 """
 
-import operator
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch._prims.context import TorchRefsMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import compile_tools
+from _program import NormLinearGelu, operators  # the program of the previous page
 
 torch.manual_seed(0)
-
-
-def operators(graph_module):
-    """What each operation node of a graph calls (tuple unpacking, `getitem`, left out)."""
-    return [
-        node.target
-        for node in graph_module.graph.nodes
-        if node.op in ("call_function", "call_method") and node.target is not operator.getitem
-    ]
 
 
 # --8<-- [start:four-levels]
@@ -44,16 +34,6 @@ def four_levels(model, x):
         "Prims": prims,
     }
 # --8<-- [end:four-levels]
-
-
-class NormLinearGelu(nn.Module):  # the program of the previous page
-    def __init__(self, width=16, out=32):
-        super().__init__()
-        self.norm = nn.LayerNorm(width)
-        self.proj = nn.Linear(width, out)
-
-    def forward(self, x):
-        return torch.softmax(F.gelu(self.proj(self.norm(x))), dim=-1)
 
 
 # --8<-- [start:graph-sizes]
