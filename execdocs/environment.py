@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from execdocs.layout import CACHE, EXAMPLES
+from execdocs.layout import CACHE, EXAMPLES, INDUCTOR_CACHE
 
 DEVICE_ENV = "EXECDOCS_DEVICE"  # force a device kind, e.g. to build the CPU site on a GPU machine
 # Set by the build hook under `mkdocs serve`: a missing or stale recording of another device is
@@ -30,7 +30,7 @@ def child_env(**extra: str) -> dict[str, str]:
     """The environment of every child process: the helper module importable, caches inside the project."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXAMPLES.parent), str(EXAMPLES), env.get("PYTHONPATH")]))
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "inductor"))
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(INDUCTOR_CACHE))
     # Examples run two at a time; OpenMP threads that outnumber the cores spin against each other
     # and made CPU timings tens of times slower. Half the cores each keeps them apart.
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 2) // 2)))
