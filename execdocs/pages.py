@@ -144,8 +144,10 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
         )
     if not reference.shows_output:
         return None
-    if result is None or (not can_run_here and result.ok and not result.is_fresh()):
-        return recording_problem(reference, device, result)
+    if result is None or not can_run_here:
+        gap = recording_problem(reference, device, result)
+        if gap:
+            return gap
     if not result.ok:
         return (
             f"{where}: {result.error['location']} failed on {device}: {result.error['summary']}\n"
