@@ -5,7 +5,8 @@
 - on_config: the build's version stamp, for the footer of every page.
 - on_pre_build: run missing or stale examples (two at a time), then fail the build with one
   sentence per problem, naming the page, the block and the example's file:line.
-- on_files: serve the vendored JavaScript from the site itself.
+- on_files: serve the vendored JavaScript from the site itself, and publish every stored result
+  (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link.
 - on_page_markdown: make GPU-only blocks say so on the page.
 """
 
@@ -17,8 +18,10 @@ import re
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
-from execdocs import runner
+from execdocs import runner, store
 from execdocs.environment import PREVIEW_ENV, can_run, machine_device, machine_stamp, preview
+from execdocs.examples import all_examples
+from execdocs.layout import DEVICES
 from execdocs.markdown_blocks import blocks
 from execdocs.pages import PageError, all_references, default_device, is_recording_gap, problem
 from execdocs.vendor import ASSETS, vendored
@@ -73,6 +76,14 @@ def on_files(files, config):
         if not source.is_file():
             raise PluginError(f"{source} is missing: run `python -m execdocs.vendor` once (nox sessions do it).")
         files.append(File.generated(config, f"assets/vendor/{site_name}", abs_src_path=str(source)))
+    for example in all_examples():
+        for device in DEVICES:
+            result = store.load(example, device)
+            if result is None or not result.ok:
+                continue
+            files.append(File.generated(config, f"outputs/{device}/{example.name}.json", content=store.as_json(result)))
+            for path, text in result.artifacts.items():
+                files.append(File.generated(config, f"outputs/{device}/{example.name}/{path}", content=text))
     return files
 
 

@@ -2,7 +2,7 @@
 
 A page refers to an example in two ways: a code block that includes one of its sections with
 `--8<-- "examples/<chapter>/<topic>.py:<section>"`, and a markdown-exec block that calls
-`show("<chapter>/<topic>:<section>")` (or `show_tabs`) to print that section's output.
+`show("<chapter>/<topic>:<section>")` (or `show_tabs`, or `show_plot`) to print that section's output.
 """
 
 import ast
@@ -14,7 +14,7 @@ from execdocs.layout import DOCS, relative
 from execdocs.markdown_blocks import Block, blocks
 from execdocs.store import Result
 
-SHOW_CALLS = {"show": None, "show_tabs": ("cuda", "cpu")}
+SHOW_CALLS = {"show": None, "show_plot": None, "show_tabs": ("cuda", "cpu")}
 
 
 class PageError(Exception):

@@ -27,7 +27,7 @@ class ShowError(Exception):
     """The section can't be shown; the message says why and what to do."""
 
 
-def _result(target: str, device: str | None) -> tuple[Reference, Result | None, str | None]:
+def section_result(target: str, device: str | None) -> tuple[Reference, Result | None, str | None]:
     """The reference, its result, and (in preview only) why that result is missing or stale."""
     name, section = parse_target(target)
     example = Example(name)
@@ -60,9 +60,14 @@ def stamp_line(result: Result) -> str:
     return " · ".join(parts + [stamp["date"]])
 
 
+def recorded_title(result: Result) -> str:
+    where = result.stamp["gpu"] if result.device == "cuda" else "CPU"
+    return f"Recorded on {where} with torch {result.stamp['torch']} on {result.stamp['date']}"
+
+
 def render(target: str, device: str | None = None, lang: str = "text") -> tuple[str, Result | None]:
     """The Markdown that shows a section's output, and the result it came from."""
-    reference, result, preview_warning = _result(target, device)
+    reference, result, preview_warning = section_result(target, device)
     if result is None:  # preview only: nothing recorded yet
         return f'!!! failure "Not recorded yet"\n\n    {preview_warning}\n', None
     output = _fenced(result.sections[reference.section], lang)
@@ -70,8 +75,7 @@ def render(target: str, device: str | None = None, lang: str = "text") -> tuple[
     stamp = f'<p class="execdocs-stamp">Output of {source} · {stamp_line(result)}</p>'
     if result.device == machine_device():
         return f"{output}\n{stamp}\n", result
-    where = result.stamp["gpu"] if result.device == "cuda" else "CPU"
-    title = f"Recorded on {where} with torch {result.stamp['torch']} on {result.stamp['date']}"
+    title = recorded_title(result)
     why = (
         f"This output needs a {DEVICE_LABELS[result.device]} and this build runs on a "
         f"{DEVICE_LABELS[machine_device()]}, so the page shows the committed recording; "
@@ -83,16 +87,16 @@ def render(target: str, device: str | None = None, lang: str = "text") -> tuple[
     return f'!!! recorded "{title}"\n\n{textwrap.indent(body, "    ")}\n', result
 
 
-def _print_to_block(markdown: str) -> None:
+def print_to_block(markdown: str) -> None:
     """Print through the calling block's own `print`: markdown-exec captures a block's output by
     handing the block a `print` of its own, which a function defined elsewhere would bypass."""
-    block_globals = sys._getframe(2).f_globals
+    block_globals = sys._getframe(2).f_globals  # the caller of show(), show_tabs() or show_plot()
     block_globals.get("print", print)(markdown)
 
 
 def show(target: str, device: str | None = None, lang: str = "text") -> None:
     """Print a section's output as Markdown; `device="cuda"` asks for the GPU recording."""
-    _print_to_block(render(target, device, lang)[0])
+    print_to_block(render(target, device, lang)[0])
 
 
 def show_tabs(target: str, lang: str | dict[str, str] = "text") -> None:
@@ -107,4 +111,4 @@ def show_tabs(target: str, lang: str | dict[str, str] = "text") -> None:
             " (recorded)" if device != machine_device() else ""
         )
         tabs.append(f'=== "{label}"\n\n{textwrap.indent(text, "    ")}')
-    _print_to_block("\n".join(tabs))
+    print_to_block("\n".join(tabs))

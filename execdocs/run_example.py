@@ -9,6 +9,7 @@ Inductor's config, logging and environment variables are process-global.
 import os
 import sys
 import sysconfig
+import tempfile
 import time
 import traceback
 import types
@@ -20,6 +21,10 @@ from execdocs.layout import ROOT, relative
 from execdocs.store import Result
 
 SECTION_SWITCH = "__execdocs_section__"
+# Files an example writes into the folder this variable names (a report, say) are kept with its
+# result and published with the site, next to the result's JSON.
+ARTIFACTS_ENV = "EXECDOCS_ARTIFACTS"
+ARTIFACTS_LIMIT_BYTES = 2_000_000  # they are committed with the outputs: keep them small
 
 
 class SectionOutput:
@@ -99,7 +104,22 @@ def local_inputs(example: Example) -> list[str]:
     return sorted(files)
 
 
-def run(example: Example, device: str) -> Result:
+def collected_artifacts(folder: Path) -> dict[str, str]:
+    """The text files an example left in its artifacts folder, by path relative to it."""
+    files = sorted(path for path in folder.rglob("*") if path.is_file())
+    total = sum(path.stat().st_size for path in files)
+    if total > ARTIFACTS_LIMIT_BYTES:
+        raise ValueError(
+            f"the example wrote {total:,} bytes into ${ARTIFACTS_ENV}, over the {ARTIFACTS_LIMIT_BYTES:,} bytes "
+            "that are committed with an output: write less there"
+        )
+    try:
+        return {path.relative_to(folder).as_posix(): without_machine_paths(path.read_text()) for path in files}
+    except UnicodeDecodeError as error:
+        raise ValueError(f"${ARTIFACTS_ENV} takes text files only: {error}") from None
+
+
+def run(example: Example, device: str, artifacts_folder: Path) -> Result:
     module = types.ModuleType("__main__")
     # Relative to the repository (the runner's working directory), so that no machine's paths
     # reach a page through tracebacks or the source comments in FX graphs.
@@ -109,6 +129,7 @@ def run(example: Example, device: str) -> Result:
     sys.path.insert(0, str(example.path.parent))
     output = SectionOutput(sys.stdout)
     module.__dict__[SECTION_SWITCH] = output.switch
+    os.environ[ARTIFACTS_ENV] = str(artifacts_folder)
     error = None
     started = time.perf_counter()
     sys.stdout = output
@@ -124,6 +145,10 @@ def run(example: Example, device: str) -> Result:
     import compile_tools  # after the run, so a broken helper shows up as the example's failure first
 
     inputs = local_inputs(example)
+    try:
+        artifacts = collected_artifacts(artifacts_folder)
+    except ValueError as exc:
+        artifacts, error = {}, error or {"summary": str(exc), "location": example.display_path, "traceback": ""}
     return Result(
         example=example.name,
         device=device,
@@ -133,6 +158,7 @@ def run(example: Example, device: str) -> Result:
         sections=output.texts(),
         error=error,
         seconds=round(time.perf_counter() - started, 1),
+        artifacts=artifacts,
     )
 
 
@@ -140,7 +166,8 @@ def main() -> int:
     import json
 
     name, device, destination = sys.argv[1:4]
-    result = run(Example(name), device)
+    with tempfile.TemporaryDirectory(prefix="execdocs-artifacts-") as artifacts_folder:
+        result = run(Example(name), device, Path(artifacts_folder))
     Path(destination).write_text(json.dumps(asdict(result)))
     return 0 if result.ok else 1
 

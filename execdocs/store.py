@@ -22,6 +22,7 @@ class Result:
     sections: dict[str, str] = field(default_factory=dict)  # section name -> what it printed
     error: dict[str, str] | None = None  # summary, location ("examples/x.py:12") and traceback
     seconds: float = 0.0
+    artifacts: dict[str, str] = field(default_factory=dict)  # relative path -> text the example wrote
 
     @property
     def ok(self) -> bool:
@@ -59,6 +60,13 @@ def load_committed(example: Example, device: str) -> Result | None:
     return _read(committed_path(example, device))
 
 
+def as_json(result: Result) -> str:
+    fields = asdict(result)
+    if not fields["artifacts"]:
+        del fields["artifacts"]  # most examples write none; their files stay as they were
+    return json.dumps(fields, indent=1, sort_keys=True) + "\n"
+
+
 def save(result: Result) -> None:
     """Keep a result: in the test run's folder during a test run, else commit-ready (successes only)."""
     example = Example(result.example)
@@ -66,7 +74,7 @@ def save(result: Result) -> None:
     if folder is None and not result.ok:
         return  # a failure is reported by whoever ran it, and never replaces a good committed output
     path = _path(folder or OUTPUTS, example, result.device)
-    text = json.dumps(asdict(result), indent=1, sort_keys=True) + "\n"
+    text = as_json(result)
     if path.is_file() and path.read_text() == text:
         return  # leave the file alone, so that `mkdocs serve` sees no change
     path.parent.mkdir(parents=True, exist_ok=True)
