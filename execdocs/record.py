@@ -9,11 +9,24 @@
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from execdocs.environment import machine_device
 from execdocs.examples import Example, all_examples
-from execdocs.layout import run_dir
+from execdocs.layout import CACHE, relative, run_dir
 from execdocs.runner import record
+from execdocs.store import Result, as_json
+
+# A failed recording never replaces a committed output, but what it printed up to the failure is
+# what its author needs (on a GPU machine, often the only chance to see it): it is kept here.
+FAILURES = CACHE / "record-failures"
+
+
+def keep_failure(result: Result) -> Path:
+    path = FAILURES / result.device / f"{result.example}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(as_json(result))
+    return path
 
 
 def select(targets: list[str]) -> list[Example]:
@@ -36,7 +49,10 @@ def main() -> int:
     started = time.perf_counter()
     results = record(select(arguments.targets), device, jobs=arguments.jobs)
     for result in results:
-        status = "ok" if result.ok else f"FAILED at {result.error['location']}: {result.error['summary']}"
+        status = "ok"
+        if not result.ok:
+            kept = relative(keep_failure(result))
+            status = f"FAILED at {result.error['location']}: {result.error['summary']} (what it printed: {kept})"
         print(f"{result.example:40} {device:5} {result.seconds:7.1f} s  {status}")
     print(
         f"recorded {sum(r.ok for r in results)} of {len(results)} on {device} in {time.perf_counter() - started:.0f} s"
