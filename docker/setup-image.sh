@@ -8,12 +8,12 @@ cd "$(dirname "$0")/.."
 
 python3 -c 'import torch; assert torch.version.cuda, "this script expects an image with a CUDA build of torch"'
 
-# The pinned docs and test groups from pyproject.toml, plus nox; never torch, which the image owns.
+# The pinned docs, test and models groups from pyproject.toml, plus nox; never torch, which the image owns.
 requirements=$(mktemp)
 python3 - "$requirements" <<'PY'
 import sys, tomllib
 groups = tomllib.load(open("pyproject.toml", "rb"))["dependency-groups"]
-pins = groups["docs"] + groups["test"] + ["nox==2026.10.20", "filelock==4.2.11"]
+pins = groups["docs"] + groups["test"] + groups["models"] + ["nox==2026.10.20", "filelock==4.2.11"]
 open(sys.argv[1], "w").write("\n".join(pins) + "\n")
 PY
 if [ -n "${WHEELS:-}" ]; then

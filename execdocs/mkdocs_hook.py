@@ -8,6 +8,7 @@
 - on_files: serve the vendored JavaScript from the site itself, and publish every stored result
   (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link.
 - on_page_markdown: make GPU-only blocks say so on the page.
+- labs (execdocs/labs.py): the downloadable notebooks, and each rendered lab page finished.
 """
 
 import datetime
@@ -18,7 +19,7 @@ import re
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
-from execdocs import runner, store
+from execdocs import labs, runner, store
 from execdocs.environment import PREVIEW_ENV, can_run, machine_device, machine_stamp, preview
 from execdocs.examples import all_examples
 from execdocs.layout import DEVICES
@@ -46,7 +47,7 @@ def on_config(config):
     stamp["device"] = machine_device()
     config.extra["build"] = stamp
     config.extra_javascript[:0] = [f"assets/vendor/{site_name}" for *_, site_name in ASSETS]
-    return config
+    return labs.configure(config)
 
 
 def on_pre_build(config):
@@ -84,7 +85,7 @@ def on_files(files, config):
             files.append(File.generated(config, f"outputs/{device}/{example.name}.json", content=store.as_json(result)))
             for path, text in result.artifacts.items():
                 files.append(File.generated(config, f"outputs/{device}/{example.name}/{path}", content=text))
-    return files
+    return labs.prepare_files(files, config)
 
 
 def on_page_markdown(markdown, page, config, files):
@@ -99,3 +100,7 @@ def on_page_markdown(markdown, page, config, files):
         indented_note = "".join(indent + line if line.strip() else line for line in note.splitlines(keepends=True))
         markdown = markdown[: block.start] + indented_note + opening + markdown[opening_end:]
     return markdown
+
+
+def on_page_content(html, page, config, files):
+    return labs.finish_page(html, page, config, files)

@@ -14,6 +14,10 @@ from execdocs.layout import VENDOR
 
 # (npm package, version, file inside the package, name in the site under assets/vendor/)
 ASSETS = [("mermaid", "11.17.2", "package/dist/mermaid.min.js", "mermaid.min.js")]
+# Loaded only by the labs' notebook pages (execdocs/labs.py publishes them, through a small loader that
+# configures MathJax first), so not part of every page's scripts. tex-svg-full is one self-contained
+# file: SVG output needs no web fonts, and every TeX extension is inside, so nothing is fetched later.
+LAB_ASSETS = [("mathjax", "3.2.2", "package/es5/tex-svg-full.js", "mathjax/tex-svg-full.js")]
 
 
 def vendored(site_name: str) -> Path:
@@ -21,7 +25,7 @@ def vendored(site_name: str) -> Path:
 
 
 def fetch() -> None:
-    for package, version, member, site_name in ASSETS:
+    for package, version, member, site_name in ASSETS + LAB_ASSETS:
         target = vendored(site_name)
         stamp = target.with_suffix(".version")
         if target.is_file() and stamp.is_file() and stamp.read_text() == version:

@@ -51,8 +51,10 @@ eager_abs, eager_rel = errors(eager, reference)
 compiled_abs, compiled_rel = errors(compiled, reference)
 print(f"eager fp32    vs fp64: max abs {eager_abs:.2e}   relative {eager_rel:.2e}")
 print(f"compiled fp32 vs fp64: max abs {compiled_abs:.2e}   relative {compiled_rel:.2e}")
-print(f"compiled vs eager    : max abs {(compiled - eager).abs().max().item():.2e}"
-      f"   bitwise equal: {torch.equal(compiled, eager)}")
+print(
+    f"compiled vs eager    : max abs {(compiled - eager).abs().max().item():.2e}"
+    f"   bitwise equal: {torch.equal(compiled, eager)}"
+)
 # --8<-- [end:fp64-reference]
 assert max(eager_rel, compiled_rel) < 1e-5, "both fp32 results are far below 1e-4 relative error"
 assert compiled_rel < 4 * eager_rel, "compiled is as close to the fp64 reference as eager, within a small factor"
@@ -66,8 +68,10 @@ def compare_backends(fn, *args):
     for backend in ("eager", "aot_eager", "inductor"):
         torch._dynamo.reset()
         out = torch.compile(fn, backend=backend)(*args)
-        print(f"{backend:>10}: max abs diff from eager {(out - expected).abs().max().item():.2e}"
-              f"   bitwise equal: {torch.equal(out, expected)}")
+        print(
+            f"{backend:>10}: max abs diff from eager {(out - expected).abs().max().item():.2e}"
+            f"   bitwise equal: {torch.equal(out, expected)}"
+        )
         yield backend, torch.equal(out, expected)
 
 
@@ -91,8 +95,10 @@ def same_as_eager(fallback_random):
     torch.manual_seed(1)
     expected = noisy(x)
     same_mask = torch.equal(out != 0, expected != 0)
-    print(f"fallback_random={fallback_random!s:>5}: fraction kept {(out != 0).float().mean().item():.3f}"
-          f"   same mask as eager: {same_mask}   bitwise equal: {torch.equal(out, expected)}")
+    print(
+        f"fallback_random={fallback_random!s:>5}: fraction kept {(out != 0).float().mean().item():.3f}"
+        f"   same mask as eager: {same_mask}   bitwise equal: {torch.equal(out, expected)}"
+    )
     return same_mask, torch.equal(out, expected)
 
 
@@ -116,8 +122,10 @@ for emulate in (False, True):
     torch._dynamo.reset()
     with torch._inductor.config.patch(emulate_precision_casts=emulate):
         out = torch.compile(bf16_chain)(a, b)
-    print(f"emulate_precision_casts={emulate!s:>5}: vs eager max abs {(out - bf16_eager).abs().max().item():.3f}"
-          f"   vs fp64 relative {errors(out, bf16_reference)[1]:.2e}")
+    print(
+        f"emulate_precision_casts={emulate!s:>5}: vs eager max abs {(out - bf16_eager).abs().max().item():.3f}"
+        f"   vs fp64 relative {errors(out, bf16_reference)[1]:.2e}"
+    )
     if emulate:
         emulated = out
     else:

@@ -21,6 +21,8 @@ compiled_step = torch.compile(step, backend=recorder, dynamic=False)  # dynamic=
 
 def report(what):
     print(f"{what:<44} graphs compiled: {len(recorder.graphs)}   calls that ran a graph: {recorder.runs}")
+
+
 # --8<-- [end:setup]
 
 

@@ -1,0 +1,125 @@
+"""The anatomy of Inductor's output code: the kernels it generated and the wrapper that calls them.
+
+Run it as it is: `python examples/triton-codegen/output_code.py` (on a GPU if torch sees one).
+On a GPU the kernels are Triton; on a CPU they are C++ (the next page reads those).
+"""
+
+import io
+import logging
+import re
+from collections import Counter
+
+import torch
+from _program import block, kernel_kind, make_inputs
+
+import compile_tools
+
+torch.manual_seed(0)
+device = compile_tools.device()
+inputs = make_inputs(device)
+
+# --8<-- [start:kernels]
+compiled = torch.compile(block)
+wrapper, *other_files = compile_tools.generated_code(compiled, *inputs)
+kernels = compile_tools.kernel_names(wrapper)
+for name in kernels:
+    print(f"{kernel_kind(name):>21}: {name}")
+print("extern kernels called:", sorted(set(re.findall(r"extern_kernels\.\w+", wrapper))))
+# --8<-- [end:kernels]
+kinds = Counter(kernel_kind(name) for name in kernels)
+if device.type == "cuda":
+    assert kinds == {"pointwise": 1, "persistent reduction": 1, "reduction": 1}, kernels
+else:
+    assert set(kinds) == {"C++ loop nest"}, kernels
+assert re.search(r"extern_kernels\.(addmm|mm)\(", wrapper), "the matmul goes to a library kernel"
+torch.testing.assert_close(compiled(*inputs), block(*inputs), rtol=1e-4, atol=1e-4)
+
+by_kind = {kernel_kind(name): name for name in kernels}
+
+# --8<-- [start:decorators]
+for name in kernels:
+    source = compile_tools.kernel_source(wrapper, name)
+    print(f"--- {name}")
+    compile_tools.print_lines(
+        source,
+        keep=lambda line: line.startswith("@triton") or "size_hints=" in line or "reduction_hint=" in line,
+        why_cut="imports, triton_meta, inductor_meta and the kernel body",
+    )
+# --8<-- [end:decorators]
+if device.type == "cuda":
+    for kind, decorator in [
+        ("pointwise", "@triton_heuristics.pointwise("),
+        ("reduction", "@triton_heuristics.reduction("),
+        ("persistent reduction", "@triton_heuristics.persistent_reduction("),
+    ]:
+        assert decorator in compile_tools.kernel_source(wrapper, by_kind[kind]), (kind, decorator)
+
+# --8<-- [start:metadata]
+if device.type == "cuda":
+    source = compile_tools.kernel_source(wrapper, by_kind["pointwise"])
+    # triton_meta and inductor_meta are each one long line: print them one key per line.
+    for line in source.splitlines():
+        if line.strip().startswith(("triton_meta=", "inductor_meta=")):
+            head, _, body = line.strip().partition("={")
+            print(head + "={")
+            for item in re.split(r", (?='\w+': )", body.rstrip("},")):
+                print("    " + item)
+            print("}")
+# --8<-- [end:metadata]
+if device.type == "cuda":
+    assert "'signature':" in source and "'kernel_name':" in source, (
+        "triton_meta has the signature, inductor_meta the name"
+    )
+
+# --8<-- [start:pointwise-kernel]
+if device.type == "cuda":
+    source = compile_tools.kernel_source(wrapper, by_kind["pointwise"])
+    print(compile_tools.lines_between(source, "@triton.jit"))
+# --8<-- [end:pointwise-kernel]
+
+# --8<-- [start:reduction-kernels]
+if device.type == "cuda":
+    for kind in ("persistent reduction", "reduction"):
+        source = compile_tools.kernel_source(wrapper, by_kind[kind])
+        print(f"# ---- {kind}")
+        print(compile_tools.lines_between(source, "@triton.jit"))
+        print()
+# --8<-- [end:reduction-kernels]
+if device.type == "cuda":
+    loop = re.compile(r"^\s+for r\w* in ", re.M)
+    red_loops = loop.findall(compile_tools.kernel_source(wrapper, by_kind["reduction"]))
+    assert len(red_loops) >= 2, "the looped reduction walks its row once for the max, once for the sum"
+    assert not loop.search(compile_tools.kernel_source(wrapper, by_kind["persistent reduction"])), "one block per row"
+
+# --8<-- [start:autotuning]
+heuristics_log = logging.getLogger("torch._inductor.runtime.triton_heuristics")
+log_text = io.StringIO()
+handler = logging.StreamHandler(log_text)
+heuristics_log.addHandler(handler)
+heuristics_log.setLevel(logging.DEBUG)
+torch._dynamo.reset()
+with torch._inductor.config.patch(force_disable_caches=True):  # no cached best config: benchmark again
+    torch.compile(block)(*inputs)
+heuristics_log.removeHandler(handler)
+heuristics_log.setLevel(logging.NOTSET)
+benchmarked = re.findall(r"Benchmark all input configs for (\w+)", log_text.getvalue())
+compile_tools.print_lines(
+    log_text.getvalue(),
+    keep=lambda line: line.startswith("Benchmark all input configs") or ", nreg " in line,
+    why_cut="other debug lines of the autotuner",
+)
+print("kernels benchmarked:", benchmarked)
+# --8<-- [end:autotuning]
+if device.type == "cuda":
+    assert len(benchmarked) >= 1, "at least one kernel had several configs to choose from"
+    assert len(re.findall(", nreg ", log_text.getvalue())) > len(benchmarked), "several configs per benchmarked kernel"
+
+# --8<-- [start:call]
+print(compile_tools.lines_between(wrapper, "def call(", "return ("))
+# --8<-- [end:call]
+call = compile_tools.lines_between(wrapper, "def call(", "return (")
+assert "# reuse" in call, "a dead buffer is reused for a new one"
+assert re.search(r"\bdel (buf|arg)\w+", call), "buffers are freed as soon as they are dead"
+if device.type == "cuda":
+    assert "empty_strided_cuda(" in call and "stream=stream0" in call
+    assert call.count(".run(") == 3, "three Triton launches"

@@ -1,0 +1,82 @@
+"""Every lab works as a lab: with its solutions every cell runs and every check passes; as the
+reader downloads it (solutions stripped) every other cell still runs and every check fails with
+an AssertionError, the message the reader sees.
+
+Each lab runs in a process of its own, once with and once without solutions: Dynamo's caches and
+Inductor's configuration are process-global, and a lab must not see another's state.
+"""
+
+import json
+import subprocess
+import sys
+
+import jupytext
+import pytest
+
+from execdocs import labs
+from execdocs.environment import child_env
+
+LABS = labs.lab_paths()
+
+
+def run(lab, variant, tmp_path):
+    result = tmp_path / f"{lab.stem}-{variant}.json"
+    process = subprocess.run(
+        [sys.executable, "-m", "execdocs.labs", str(lab), variant, str(result)],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert process.returncode == 0, f"the lab runner itself failed:\n{process.stderr[-3000:]}"
+    return json.loads(result.read_text())
+
+
+def describe(outcome):
+    return f"cell {outcome['cell']} ({outcome['first_line']!r}, tags {outcome['tags']})"
+
+
+def test_there_are_five_labs():
+    assert [lab.stem for lab in LABS] == ["backends", "benchmark_suite", "capture", "graph_breaks", "inductor"]
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.stem)
+def test_every_task_has_a_solution_and_a_check(lab):
+    cells = labs.code_cells(lab)
+    solutions = [i for i, (_, tags) in enumerate(cells) if labs.SOLUTION in tags]
+    checks = [i for i, (_, tags) in enumerate(cells) if labs.CHECK in tags]
+    assert solutions and len(solutions) == len(checks), f"{lab.name}: {len(solutions)} solutions, {len(checks)} checks"
+    for solution, check in zip(solutions, checks, strict=True):
+        assert solution < check, f"{lab.name}: the check of the solution in code cell {solution} comes before it"
+        assert "TODO" in cells[solution - 1][0], f"{lab.name}: the cell before solution {solution} has no TODO"
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.stem)
+def test_with_solutions_every_check_passes(lab, tmp_path):
+    failures = [outcome for outcome in run(lab, "with", tmp_path) if outcome["error"]]
+    assert not failures, "\n".join(f"{describe(o)} raised:\n{o['traceback']}" for o in failures)
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.stem)
+def test_without_solutions_every_check_fails(lab, tmp_path):
+    outcomes = run(lab, "without", tmp_path)
+    assert all(labs.SOLUTION not in outcome["tags"] for outcome in outcomes)
+    problems = []
+    for outcome in outcomes:
+        if labs.CHECK in outcome["tags"] and outcome["error"] != "AssertionError":
+            problems.append(f"{describe(outcome)} should fail with AssertionError, got {outcome['error']}")
+        elif labs.CHECK in outcome["tags"] and not outcome["message"]:
+            problems.append(f"{describe(outcome)} fails without telling the reader why")
+        elif labs.CHECK not in outcome["tags"] and outcome["error"]:
+            problems.append(f"{describe(outcome)} must run on the skeleton, raised:\n{outcome['traceback']}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.stem)
+def test_the_download_has_no_solution_and_no_output(lab):
+    nb = jupytext.reads(labs.reader_notebook(lab, site_url="https://example.org/site/"), fmt="ipynb")
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert not [cell for cell in nb.cells if labs.SOLUTION in labs.tags(cell)]
+    assert all(not cell.outputs for cell in nb.cells if cell.cell_type == "code")
+    markdown = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    assert ".md)" not in markdown and ".md#" not in markdown, "links to pages must point at the published site"
