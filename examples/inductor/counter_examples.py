@@ -3,6 +3,8 @@
 Run it as it is: `python examples/inductor/counter_examples.py` (on a GPU if torch sees one).
 """
 
+import re
+
 import torch
 
 import compile_tools
@@ -43,19 +45,32 @@ report("columns of x  ", columns, normalize_columns, x)
 rows = compile_and_log(normalize_rows, x_t)
 report("rows of x.t() ", rows, normalize_rows, x_t)
 print()
-print("how the column version's two nodes use buf0 (the column sums):")
+print("how the column version's two nodes use buf0 (the column sums), before fusion:")
 buf0_lines = [line for line in columns.pre_fusion.splitlines() if "MemoryDep('buf0'" in line]
 print("\n".join(buf0_lines))
-print("why they did not fuse:")
-print("\n".join(dict.fromkeys(line for line in columns.fusion.splitlines() if line.startswith("cannot fuse"))))
+print("the Scheduler's decisions for the column version:")
+decisions = [line for line in columns.fusion.splitlines() if line.startswith(("cannot fuse", "fusing", "====="))]
+print("\n".join(decisions))
+print("after fusion:", columns.nodes_after)
+print(
+    "\n".join(line for line in columns.post_fusion.splitlines() if re.match(r"op1\.(sizes|unmet_dependencies) =", line))
+)
 # --8<-- [end:outer-reduction]
 torch.testing.assert_close(normalize_columns(x).t(), normalize_rows(x_t))
-assert len(columns.nodes_after) == 2 and len(rows.nodes_after) == 1, (columns.nodes_after, rows.nodes_after)
-assert "cannot fuse op0 with op1: no shared data" in columns.fusion
-assert any(".writes" in line and "'buf0', c0," in line for line in buf0_lines), buf0_lines
-assert any("unmet_dependencies" in line and "'buf0', c1," in line for line in buf0_lines), buf0_lines
-if on_gpu:
-    assert len(columns.kernels) >= 2 and len(rows.kernels) == 1, (columns.kernels, rows.kernels)
+assert len(rows.nodes_after) == 1 and len(rows.kernels) == 1, (rows.nodes_after, rows.kernels)
+assert "cannot fuse op0 with op1: no shared data" in decisions, "the first rounds refuse the column pair"
+assert any(".writes" in line and re.search(r"'buf0', [cd]0,", line) for line in buf0_lines), buf0_lines
+assert any("unmet_dependencies" in line and re.search(r"'buf0', [cd]1,", line) for line in buf0_lines), buf0_lines
+complete = next(i for i, line in enumerate(decisions) if line.startswith("===== fusion complete"))
+if on_gpu:  # Triton: after the rounds, one more round reorders op1's loops and the pair fuses
+    assert columns.nodes_after == [("op0_op1", "FusedSchedulerNode")] and len(columns.kernels) == 1, columns.kernels
+    assert decisions[complete + 1 :] == ["fusing op0 with op1"], decisions
+    assert not any(line.startswith("fusing") for line in decisions[:complete]), decisions
+    assert f"op1.sizes = (({x.shape[1]}, {x.shape[0]}), ())" in columns.post_fusion, "columns outside, now"
+    assert f"op1.unmet_dependencies = [MemoryDep('buf0', c0, {{c0: {x.shape[1]}}})]" in columns.post_fusion
+else:  # C++: no loop reordering on the CPU, so the two loop nests stay apart
+    assert len(columns.nodes_after) == 2, columns.nodes_after
+    assert not any(line.startswith("fusing") for line in decisions), decisions
 
 
 # --8<-- [start:matmul-epilogue]
@@ -105,6 +120,8 @@ for shape in shapes:
 with torch._inductor.config.patch(split_reductions=False):
     unsplit = compile_and_log(center, x)
     report(f"{str(shape):14} split_reductions=False", unsplit, center, x)
+refusals = dict.fromkeys(line for line in centered[shape].fusion.splitlines() if line.startswith("cannot fuse"))
+print(f"why {shape} with split_reductions=True did not fuse further:", *refusals or ["(nothing refused)"], sep="\n  ")
 # --8<-- [end:reduce-broadcast]
 if not on_gpu:
     assert all(len(c.nodes_after) == 1 and len(c.kernels) == 1 for c in [*centered.values(), unsplit])
@@ -112,5 +129,8 @@ if on_gpu:
     persistent, looped, split = (centered[shape].kernels for shape in shapes)
     assert len(persistent) == 1 and persistent[0].startswith("triton_per_"), persistent
     assert len(looped) == 1 and looped[0].startswith("triton_red_"), looped
-    assert len(split) >= 2, f"a split reduction needs more than one kernel: {split}"
+    assert len(split) == 3 and len(centered[shapes[2]].nodes_after) == 3, f"partial sums, their sum, the sub: {split}"
+    assert split[0].startswith("triton_red_") and split[2].startswith("triton_poi_"), split
+    assert any("numel/rnumel mismatch (reduce)" in line for line in refusals), refusals
+    assert "cannot fuse op2 with op1: nodes numel incompatibility" in refusals, refusals
     assert len(unsplit.kernels) == 1 and unsplit.kernels[0].startswith("triton_red_"), unsplit.kernels
