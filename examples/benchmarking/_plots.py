@@ -40,7 +40,7 @@ def draw_sweep(data) -> Figure:
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(eager))
         ax.xaxis.set_major_formatter(PLAIN)
-        ax.set_xlabel("batch size (rows)")
+        ax.set_xlabel("batch size (sequences)")
         ax.grid(True, alpha=0.3)
     left.set_yscale("log")
     left.yaxis.set_major_formatter(PLAIN)

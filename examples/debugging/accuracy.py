@@ -4,6 +4,9 @@ and the Inductor switches that take one source of difference away at a time.
 Run it as it is: `python examples/debugging/accuracy.py`. Rounding differences do not need a GPU
 to show, so this example stays on the CPU everywhere.
 """
+# CPU tensors only; its checks hold for the CPU build's torch, not for the older torch of the
+# GPU image, which therefore shows this run as a recording.
+# execdocs: devices=cpu
 
 import copy
 

@@ -6,6 +6,9 @@ subprocess with the variable set; then tlparse turns its log into HTML. The repo
 folder named by EXECDOCS_ARTIFACTS when the documentation build sets it (the site publishes it),
 else to a temporary folder. CPU tensors everywhere, so Inductor generates C++, also on a GPU machine.
 """
+# CPU tensors only; its checks hold for the CPU build's torch, not for the older torch of the
+# GPU image, which therefore shows this run as a recording.
+# execdocs: devices=cpu
 
 import html
 import json
