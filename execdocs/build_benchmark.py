@@ -1,8 +1,9 @@
 """Measure how fast authors get a page: `python -m execdocs.build_benchmark` (takes minutes).
 
 Works in a fresh clone of the committed repository, on this machine's device, and prints:
-- first build of a fresh clone, from the committed outputs (what a newcomer's first serve costs);
-- cold full build, with no stored outputs and an empty Inductor cache (every example runs);
+- first build of a fresh clone, from the committed outputs (what a newcomer's first serve costs;
+  the labs run, since their rendered pages are not committed);
+- cold full build, with no stored outputs and empty caches (every example and lab runs);
 - warm rebuild with nothing changed;
 - rebuild after editing one example (and which examples ran again).
 Timings here are wall-clock seconds of `mkdocs build`, Python start-up included.
@@ -22,6 +23,8 @@ from execdocs.layout import ROOT
 from execdocs.pages import all_references
 
 RAN = re.compile(r"ran (examples/\S+) on (\w+)")
+# mkdocs-jupyter's own log line when it executes a lab instead of reading its render cache.
+EXECUTED_LAB = re.compile(r"Cache miss, writing: \S*/(docs/labs/\S+)")
 
 
 def build(clone: Path) -> tuple[float, list[str]]:
@@ -38,7 +41,8 @@ def build(clone: Path) -> tuple[float, list[str]]:
     seconds = time.perf_counter() - started
     if process.returncode:
         raise SystemExit(f"build failed in {clone}:\n{process.stderr[-3000:]}")
-    return seconds, [f"{path} ({device})" for path, device in RAN.findall(process.stderr)]
+    ran = [f"{path} ({device})" for path, device in RAN.findall(process.stderr)]
+    return seconds, ran + [f"{lab} (lab)" for lab in EXECUTED_LAB.findall(process.stderr)]
 
 
 def fresh_clone(folder: Path) -> Path:
@@ -57,7 +61,8 @@ def main() -> None:
         report("first build of a fresh clone (committed outputs)", *build(clone))
         shutil.rmtree(clone / "snippets" / "outputs" / "cpu", ignore_errors=True)
         shutil.rmtree(clone / ".cache" / "inductor", ignore_errors=True)
-        report("cold full build (no outputs, empty Inductor cache)", *build(clone))
+        shutil.rmtree(clone / ".cache" / "mkdocs-jupyter", ignore_errors=True)
+        report("cold full build (no outputs, empty caches)", *build(clone))
         report("warm rebuild, nothing changed", *build(clone))
         # An example no page shows GPU output of: editing one of those would make its recording stale.
         shown_on_gpu = {ref.example.name for ref in all_references() if ref.device == "cuda"}
