@@ -25,7 +25,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 from execdocs.layout import CACHE, DOCS, EXAMPLES, INDUCTOR_CACHE
-from execdocs.vendor import LAB_ASSETS, vendored
+from execdocs.vendor import LAB_ASSETS, site_files
 
 log = logging.getLogger("mkdocs.plugins.execdocs.labs")
 
@@ -118,11 +118,8 @@ def prepare_files(files, config):
     path = os.environ.get("PYTHONPATH", "")
     if str(EXAMPLES) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXAMPLES), path]))
-    for *_, site_name in LAB_ASSETS:
-        source = vendored(site_name)
-        if not source.is_file():
-            raise PluginError(f"{source} is missing: run `python -m execdocs.vendor` once (nox sessions do it).")
-        files.append(File.generated(config, f"assets/vendor/{site_name}", abs_src_path=str(source)))
+    for vendored_file in site_files(config, LAB_ASSETS):
+        files.append(vendored_file)
     for lab in lab_paths():
         if files.get_file_from_path(f"labs/{lab.stem}.ipynb") is not None:
             raise PluginError(

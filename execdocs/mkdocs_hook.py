@@ -25,7 +25,7 @@ from execdocs.examples import all_examples
 from execdocs.layout import DEVICES
 from execdocs.markdown_blocks import blocks
 from execdocs.pages import PageError, all_references, default_device, is_recording_gap, problem
-from execdocs.vendor import ASSETS, vendored
+from execdocs.vendor import ASSETS, site_files
 
 log = logging.getLogger("mkdocs.plugins.execdocs")
 
@@ -72,11 +72,8 @@ def on_pre_build(config):
 
 
 def on_files(files, config):
-    for *_, site_name in ASSETS:
-        source = vendored(site_name)
-        if not source.is_file():
-            raise PluginError(f"{source} is missing: run `python -m execdocs.vendor` once (nox sessions do it).")
-        files.append(File.generated(config, f"assets/vendor/{site_name}", abs_src_path=str(source)))
+    for vendored_file in site_files(config, ASSETS):
+        files.append(vendored_file)
     for example in all_examples():
         for device in DEVICES:
             result = store.load(example, device)

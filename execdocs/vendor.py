@@ -24,6 +24,20 @@ def vendored(site_name: str) -> Path:
     return VENDOR / site_name
 
 
+def site_files(config, assets) -> list:
+    """The vendored files of `assets`, as MkDocs files served at assets/vendor/ (for a hook's on_files)."""
+    from mkdocs.exceptions import PluginError
+    from mkdocs.structure.files import File
+
+    files = []
+    for *_, site_name in assets:
+        source = vendored(site_name)
+        if not source.is_file():
+            raise PluginError(f"{source} is missing: run `python -m execdocs.vendor` once (nox sessions do it).")
+        files.append(File.generated(config, f"assets/vendor/{site_name}", abs_src_path=str(source)))
+    return files
+
+
 def fetch() -> None:
     for package, version, member, site_name in ASSETS + LAB_ASSETS:
         target = vendored(site_name)
