@@ -2,22 +2,31 @@
 
     ```python exec="on" html="true"
     from execdocs import show_plot
-    from benchmarking._plots import draw_sweep
-    show_plot("benchmarking/batch_sweep:sweep-data", draw_sweep, device="cuda")
+    show_plot("benchmarking/batch_sweep:sweep-data", "benchmarking._plots:draw_sweep", device="cuda")
     ```
 
-The section prints one JSON document; `draw(data)` turns it into a matplotlib figure, which the
-page embeds as inline SVG (no image files, nothing fetched) with the stamp of the run it came from.
+The section prints one JSON document; the named function, `draw(data)`, turns it into a
+matplotlib figure, which the page embeds as inline SVG (no image files, nothing fetched) with the
+stamp of the run it came from. Drawn figures are cached by the section's text and the source of
+the draw function's module, so a warm rebuild neither draws nor imports matplotlib or torch.
 """
 
+import hashlib
 import html
+import importlib
+import importlib.metadata
+import importlib.util
 import io
 import json
+import os
 import re
-from collections.abc import Callable
+from pathlib import Path
 
 from execdocs.environment import machine_device
+from execdocs.layout import CACHE
 from execdocs.render import ShowError, print_to_block, recorded_title, section_result, stamp_line
+
+PLOTS = CACHE / "plots"
 
 
 def figure_svg(figure) -> str:
@@ -32,26 +41,47 @@ def figure_svg(figure) -> str:
     return "\n".join(line for line in svg.splitlines() if line.strip())  # a blank line would end the HTML block
 
 
-def show_plot(target: str, draw: Callable, device: str | None = None) -> None:
-    """Draw the JSON a section printed with `draw(data) -> matplotlib Figure`, stamped like show()."""
-    reference, result, preview_warning = section_result(target, device)
-    if result is None:  # preview only: nothing recorded yet
-        print_to_block(f'<p class="admonition failure">Not recorded yet: {html.escape(preview_warning)}</p>')
-        return
-    text = result.sections[reference.section]
+def _module_source(module_name: str) -> bytes:
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        raise ShowError(f"show_plot: no module {module_name!r} to draw with; name it as 'package.module:function'")
+    return Path(spec.origin).read_bytes()
+
+
+def _svg(target: str, draw: str, printed: str) -> str:
+    """The figure `draw` ("module:function") makes of what the section printed, from the cache when it can."""
+    module_name, _, function = draw.partition(":")
+    parts = [draw, _module_source(module_name), printed, importlib.metadata.version("matplotlib")]
+    key = hashlib.sha256(b"\0".join(part if isinstance(part, bytes) else part.encode() for part in parts))
+    cached = PLOTS / f"{key.hexdigest()[:24]}.svg"
+    if cached.is_file():
+        return cached.read_text()
     try:
-        data = json.loads(text)
+        data = json.loads(printed)
     except json.JSONDecodeError as error:
         raise ShowError(
             f"show_plot({target!r}): the section must print one JSON document (print(json.dumps(data))); "
             f"{error.msg} at line {error.lineno} of what it printed"
         ) from None
+    svg = figure_svg(getattr(importlib.import_module(module_name), function)(data))
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    scratch = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+    scratch.write_text(svg)
+    scratch.replace(cached)  # atomic: parallel builds never read half a file
+    return svg
+
+
+def show_plot(target: str, draw: str, device: str | None = None) -> None:
+    """Draw the JSON a section printed with `draw`, a "module:function" returning a matplotlib Figure."""
+    reference, result, preview_warning = section_result(target, device)
+    if result is None:  # preview only: nothing recorded yet
+        print_to_block(f'<p class="admonition failure">Not recorded yet: {html.escape(preview_warning)}</p>')
+        return
+    svg = _svg(target, draw, result.sections[reference.section])
     caption = f"Plotted from <code>{reference.example.display_path}</code> · {stamp_line(result)}"
     if result.device != machine_device():
         caption = f"{recorded_title(result)}. {caption}"
     if preview_warning:
         caption = f"<strong>Stale: this preview shows an outdated recording.</strong> {caption}"
-    print_to_block(
-        f'<figure class="execdocs-plot">\n{figure_svg(draw(data))}\n'
-        f'<figcaption class="execdocs-stamp">{caption}</figcaption>\n</figure>'
-    )
+    caption = f'<figcaption class="execdocs-stamp">{caption}</figcaption>'
+    print_to_block(f'<figure class="execdocs-plot">\n{svg}\n{caption}\n</figure>')

@@ -21,19 +21,22 @@ report.mkdir()
 (report / "index.html").write_text("<p>a report</p>")
 """
 
+DRAW_MODULE = """\
+from matplotlib.figure import Figure
+
+
+def draw(data):
+    figure = Figure()
+    figure.add_subplot().plot(data["batch"], data["ms"])
+    return figure
+"""
+
 PLOT_PAGE = """\
 # Demo
 
 ```python exec="on" html="true"
 from execdocs import show_plot
-
-def draw(data):
-    from matplotlib.figure import Figure
-    figure = Figure()
-    figure.add_subplot().plot(data["batch"], data["ms"])
-    return figure
-
-show_plot("demo/example:{section}", draw)
+show_plot("demo/example:{section}", "demo._plots:draw")
 ```
 
 [The report](outputs/cpu/demo/example/report/index.html) and [the raw result](outputs/cpu/demo/example.json).
@@ -44,6 +47,7 @@ show_plot("demo/example:{section}", draw)
 def sandbox(tmp_path):
     sandbox = Sandbox(tmp_path)
     sandbox.write("examples/demo/example.py", PLOTTED_EXAMPLE)
+    sandbox.write("examples/demo/_plots.py", DRAW_MODULE)
     return sandbox
 
 
@@ -57,6 +61,7 @@ def test_a_plot_is_inline_svg_and_the_result_and_its_files_are_published(sandbox
     assert "Plotted from <code>examples/demo/example.py</code>" in page
     assert (sandbox.root / "site/outputs/cpu/demo/example/report/index.html").read_text() == "<p>a report</p>"
     assert '"sections"' in (sandbox.root / "site/outputs/cpu/demo/example.json").read_text()
+    assert len(list((sandbox.root / ".cache/plots").glob("*.svg"))) == 1, "drawn once, then cached"
 
 
 def test_a_plot_of_a_section_that_is_not_json_says_what_to_print(sandbox):
