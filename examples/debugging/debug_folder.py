@@ -11,11 +11,13 @@ import re
 import tempfile
 
 os.environ["TORCH_COMPILE_DEBUG"] = "1"  # before `import torch`: read once, at import
+# Also read at import: the folder's parent (default: the working directory). Setting
+# torch._dynamo.config.debug_dir_root later would miss the trace log, opened at import.
+os.environ["TORCH_COMPILE_DEBUG_DIR"] = tempfile.mkdtemp()
 
 import torch  # noqa: E402
 
-root = tempfile.mkdtemp()
-torch._dynamo.config.debug_dir_root = root  # default: ./torch_compile_debug
+root = torch._dynamo.config.debug_dir_root  # <TORCH_COMPILE_DEBUG_DIR>/torch_compile_debug
 torch._inductor.config.fx_graph_cache = False  # a cache hit would skip the files Inductor writes
 
 
@@ -34,6 +36,7 @@ for folder, _, names in os.walk(root):
     for name in names:
         path = os.path.join(folder, name)
         relative = re.sub(r"run_[\d_]+-pid_\d+", "run_<date>-pid_<pid>", os.path.relpath(path, root))
+        relative = re.sub(r"trace_\w+\.log$", "trace_<random>.log", relative)
         files[relative] = path
 for relative in sorted(files):
     print(f"{os.path.getsize(files[relative]) / 1000:6.1f} kB  {relative}")
@@ -46,6 +49,7 @@ for name in described:
 (graph_folder,) = {os.path.dirname(path) for relative, path in files.items() if relative.endswith("output_code.py")}
 assert all(os.path.dirname(by_name[name]) == graph_folder for name in described[1:]), "one folder per graph"
 assert len(list(os.scandir(os.path.dirname(graph_folder)))) >= 2, "torchinductor/ also has the AOT debug log"
+assert any(relative.startswith("tlparse/dedicated_log_torch_trace_") for relative in files), "a trace for tlparse"
 
 
 def read(name):
