@@ -12,7 +12,9 @@ Import it from an example of this chapter (`import _profile_diff`), or copy it n
 it needs nothing but torch.
 """
 
+import functools
 import linecache
+import statistics
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -147,10 +149,13 @@ def output_code_call(ops) -> tuple[str, str | None]:
     return "", None
 
 
+@functools.cache
 def call_lines(path: str) -> list[tuple[int, str]]:
-    """(line number, text) of each line of call() in Inductor's output code."""
+    """(line number, text) of each line of call() in Inductor's output code; none in a kernel's own module."""
     lines = linecache.getlines(path)
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def call("))
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def call(")), None)
+    if start is None:
+        return []
     indent = len(lines[start]) - len(lines[start].lstrip())  # a module function, or a method of a Runner
     body = []
     for number, line in enumerate(lines[start + 1 :], start + 2):
@@ -357,3 +362,46 @@ class InductorKeepingGraphs:
 
         self.graphs.append(graph_module)
         return compile_fx(graph_module, example_inputs, config_patches=torch._inductor.list_mode_options(self.mode))
+
+
+# --8<-- [start:compare]
+def inference_step(module, inputs: dict, dtype=torch.bfloat16):
+    """One inference call of a model taking keyword arguments, under no_grad and autocast(dtype)."""
+
+    def step():
+        with torch.no_grad(), torch.autocast(inputs_device(inputs), dtype=dtype):
+            return module(**inputs)
+
+    return step
+
+
+def inputs_device(inputs: dict) -> str:
+    return next(value.device.type for value in inputs.values() if isinstance(value, torch.Tensor))
+
+
+def compare(eager_step, compiled_step, *, rounds: int = 5) -> dict:
+    """Eager against compiled: wall-clock ms as the median of `rounds` interleaved timing rounds (with
+    their range, since a GPU's speed drifts between runs), and each side's profile, filed by category."""
+    import compile_tools
+
+    steps = {"eager": eager_step, "compiled": compiled_step}
+    medians = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            medians[name].append(compile_tools.timing_ms(step)["median"])
+    result = {}
+    for name, step in steps.items():
+        profile = profile_step(step)
+        result[name] = {
+            "ms": statistics.median(medians[name]),
+            "range_ms": (min(medians[name]), max(medians[name])),
+            "busy_ms": profile.per_call_ms(),
+            "launches": round(len(profile.launches) / profile.calls),
+            "categories": profile.by_category(),
+            "profile": profile,
+        }
+    result["speedup"] = result["eager"]["ms"] / result["compiled"]["ms"]
+    return result
+
+
+# --8<-- [end:compare]

@@ -6,7 +6,6 @@ Run it as it is: `python examples/benchmarking/case_study.py`. It needs a GPU.
 
 import inspect
 
-import _harness
 import _profile_diff
 import _zoo
 import torch
@@ -18,88 +17,74 @@ device = compile_tools.device()
 
 
 def bert(attention=None):
+    """The zoo's BERT-base, one batch of 16 x 512 tokens, eager and compiled steps, and the compiler's graphs."""
     model = _zoo.build("BERT-base", device).eval()
     if attention:
         model.set_attn_implementation(attention)
-    return model, _zoo.input_maker("BERT-base", model, device, train=False)
-
-
-def profiles(model, make_inputs):
-    """Eager and compiled profiles of one inference call, and the FX graphs Dynamo captured."""
-    inputs = make_inputs()
+    inputs = _zoo.input_maker("BERT-base", model, device, train=False)()
     backend = _profile_diff.InductorKeepingGraphs()
-    compiled = torch.compile(model, backend=backend)
-
-    def step_of(module):
-        def step():
-            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-                return module(**inputs)
-
-        return step
-
-    return _profile_diff.profile_step(step_of(model)), _profile_diff.profile_step(step_of(compiled)), backend.graphs
+    eager = _profile_diff.inference_step(model, inputs)
+    compiled = _profile_diff.inference_step(torch.compile(model, backend=backend), inputs)
+    compiled()  # compiles
+    return eager, compiled, backend.graphs
 
 
 def print_measurement(r):
-    print(f"eager    {r['eager_ms']:6.2f} ms (rounds {r['eager_range_ms'][0]:.2f}-{r['eager_range_ms'][1]:.2f})")
-    print(f"compiled {r['compiled_ms']:6.2f} ms (rounds {r['compiled_range_ms'][0]:.2f}-{r['compiled_range_ms'][1]:.2f})")
-    print(f"speedup  {r['speedup']:.2f}x, {r['graphs']} graph(s), GPU busy {r['eager_busy_ms']:.2f} -> "
-          f"{r['compiled_busy_ms']:.2f} ms, kernels {r['eager_launches']} -> {r['compiled_launches']}")  # fmt: skip
+    for name in ("eager", "compiled"):
+        low, high = r[name]["range_ms"]
+        print(f"{name:<9}{r[name]['ms']:6.2f} ms (round medians {low:.2f}-{high:.2f}), "
+              f"GPU busy {r[name]['busy_ms']:.2f} ms, {r[name]['launches']} kernels")  # fmt: skip
+    print(f"speedup  {r['speedup']:.2f}x")
 
 
 # --8<-- [start:measure]
-model, make_inputs = bert()
-before = _harness.measure(model, make_inputs)
+eager_step, compiled_step, graphs = bert()
+before = _profile_diff.compare(eager_step, compiled_step)
 print_measurement(before)
+print(f"{len(graphs)} graph(s)")
 # --8<-- [end:measure]
 if device.type == "cuda":
-    assert before["graphs"] == 1, "a graph break is not the cause here: Dynamo captured one graph"
+    assert len(graphs) == 1, "a graph break is not the cause here: Dynamo captured one graph"
     assert before["speedup"] < 1.0, f"compiled BERT-base was not slower this time: {before['speedup']:.2f}x"
-    assert before["compiled_busy_ms"] > before["eager_busy_ms"], "the compiled GPU work should have grown"
+    assert before["compiled"]["busy_ms"] > before["eager"]["busy_ms"], "the compiled GPU work should have grown"
 
 # --8<-- [start:profile-diff]
-eager, compiled, graphs = profiles(model, make_inputs)
+eager, compiled = before["eager"]["profile"], before["compiled"]["profile"]
 change = _profile_diff.print_diff(eager, compiled)
 # --8<-- [end:profile-diff]
-fp32_gemm, attention = "GEMM/conv (fp32)", [key for key in eager.by_category() if key.startswith("attention")]
+FP32_GEMM = "GEMM/conv (fp32)"
 if device.type == "cuda":
-    assert max(change, key=change.get) == fp32_gemm, "the largest growth should be fp32 matrix products"
-    assert fp32_gemm not in eager.by_category(), "eager BERT-base runs no fp32 matrix product"
-    assert attention and not any(key.startswith("attention") for key in compiled.by_category()), (
-        "eager uses a fused SDPA kernel, compiled none"
-    )
+    assert max(change, key=change.get) == FP32_GEMM, "the largest growth should be fp32 matrix products"
+    assert FP32_GEMM not in eager.by_category(), "eager BERT-base runs no fp32 matrix product"
+    assert any(k.startswith("attention") for k in eager.by_category()), "eager runs a fused SDPA kernel"
+    assert not any(k.startswith("attention") for k in compiled.by_category()), "compiled runs none"
 
 # --8<-- [start:sources]
 culprits = _profile_diff.print_sources(compiled, graphs, top=2)
 # --8<-- [end:sources]
 if device.type == "cuda":
-    top = culprits[0]
-    assert "bmm" in top["site"] or any("bmm" in op for op in top["aten"]), "the top kernel is a batched matmul"
-    assert any("sdpa_attention.py" in line for line in top["sources"]), "...from the model's SDPA call"
-    assert any("masking_utils.py" in line for c in culprits for line in c["sources"]), "...fed by a built mask"
+    assert FP32_GEMM in _profile_diff.label(compiled.by_kernel()[culprits[0]["kernel"]][0])
 
 # --8<-- [start:why]
 from transformers import masking_utils  # noqa: E402
 
 source = inspect.getsource(masking_utils._ignore_bidirectional_mask_sdpa)
 print(f"transformers {transformers.__version__}, masking_utils._ignore_bidirectional_mask_sdpa:")
-compile_tools.print_lines(source, lambda line: "is_tracing" in line or "return" in line or "def " in line,
-                          "the docstring and comments")  # fmt: skip
+compile_tools.print_lines(
+    source, lambda line: "is_tracing" in line or "return" in line or "def " in line, "docstring, comments, checks"
+)
 # --8<-- [end:why]
 assert "is_tracing" in source
 
 # --8<-- [start:fix]
-import _unpadded  # noqa: E402,F401  registers "sdpa_unpadded": SDPA, and no mask for an unpadded batch
+import _unpadded  # noqa: E402,F401  registers "sdpa_unpadded": SDPA, with no mask built for an unpadded batch
 
-_harness.release(model)
-model, make_inputs = bert("sdpa_unpadded")
-after = _harness.measure(model, make_inputs)
+eager_step, compiled_step, graphs = bert(attention="sdpa_unpadded")
+after = _profile_diff.compare(eager_step, compiled_step)
 print_measurement(after)
-eager_fixed, compiled_fixed, _ = profiles(model, make_inputs)
-print("compiled GPU ms by category:", {k: round(v, 2) for k, v in sorted(compiled_fixed.by_category().items())})
+print("compiled GPU ms by category:", {k: round(v, 2) for k, v in sorted(after["compiled"]["categories"].items())})
 # --8<-- [end:fix]
 if device.type == "cuda":
-    assert fp32_gemm not in compiled_fixed.by_category(), "with no mask, no fp32 matmul is left"
-    assert any(key.startswith("attention") for key in compiled_fixed.by_category()), "the fused kernel is back"
+    assert FP32_GEMM not in after["compiled"]["categories"], "with no mask, no fp32 matmul is left"
+    assert any(k.startswith("attention") for k in after["compiled"]["categories"]), "the fused kernel is back"
     assert after["speedup"] > 1.3, f"the fix should make compiling pay: {after['speedup']:.2f}x"
-    assert after["relative_error"] < 0.05
