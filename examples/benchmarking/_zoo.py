@@ -6,9 +6,6 @@ is ResNet-50, SwinConfig() is Swin-T, ...); only the Llama model is made smaller
 one. Only arguments that exist in transformers 4.4x and 5.x are used.
 """
 
-import time
-
-import _harness
 import torch
 import transformers
 
@@ -76,40 +73,3 @@ def attention_implementation(model: torch.nn.Module) -> str:
     if not any("Attention" in type(module).__name__ for module in model.modules()):
         return "-"
     return getattr(model.config, "_attn_implementation", None) or "-"
-
-
-# --8<-- [start:run-zoo]
-def run_zoo(names, device: torch.device, *, train: bool, budget_s: float, started: float, **config_overrides) -> list[dict]:
-    """Measure each model with the harness, eager against compiled; one line per model as it goes.
-
-    A model that fails is printed as FAILED and the others go on; once `budget_s` seconds have passed
-    since `started`, no new model starts (the run must fit a time-limited job).
-    """
-    rows, skipped, failed = [], [], []
-    for name in names:
-        if time.perf_counter() - started > budget_s:
-            skipped.append(name)
-            continue
-        model = None
-        try:
-            model = build(name, device, **config_overrides)
-            make_inputs = input_maker(name, model, device, train=train)
-            result = _harness.measure(model, make_inputs, train=train, mode="default", dtype=torch.bfloat16)
-            params_m = sum(p.numel() for p in model.parameters()) / 1e6
-            rows.append({"name": name, "params_m": params_m, "attention": attention_implementation(model), **result})
-            first = f"first loss {result['loss']:.3f}" if train else f"attention {rows[-1]['attention']:<6}"
-            print(f"{name:<14} {params_m:6.1f} M parameters, {first} compiled in {result['compile_s']:5.1f} s, "
-                  f"{result['graphs']} graph(s), compiled output off by {result['relative_error']:.1e}")  # fmt: skip
-            for reason in result["graph_breaks"]:
-                print(f"{'':<14} graph break: {reason}")
-        except Exception as error:  # one model that fails must not hide the others' results
-            failed.append(name)
-            message = (str(error).splitlines() or ["(no message)"])[0][:200]
-            print(f"{name:<14} FAILED: {type(error).__name__}: {message}")
-        _harness.release(model)
-    print("failed:", ", ".join(failed) or "none")
-    print("skipped (time budget):", ", ".join(skipped) or "none")
-    return rows
-
-
-# --8<-- [end:run-zoo]
