@@ -105,7 +105,8 @@ if x.is_cuda:
 first_call = time.perf_counter()
 torch.save(output, output_path)
 model_code = sorted(name for name in sys.modules if name.startswith("deploying"))
-print(json.dumps({"import_inductor_s": imported - t0, "load_s": loaded - imported, "first_call_s": first_call - loaded, "model_code": model_code}))
+timings = {"import_inductor_s": imported - t0, "load_s": loaded - imported, "first_call_s": first_call - loaded}
+print(json.dumps({**timings, "model_code": model_code}))
 """
 
 

@@ -116,7 +116,8 @@ print("x in the graph:", tuple(placeholder.meta["val"].shape))
 print("range constraints:", exported_dynamic.range_constraints)
 runnable = exported_dynamic.module()
 for rows in (2, 37, 1024):
-    torch.testing.assert_close(runnable(torch.ones(rows, 64, device=device)), model(torch.ones(rows, 64, device=device)))
+    rows_of_ones = torch.ones(rows, 64, device=device)
+    torch.testing.assert_close(runnable(rows_of_ones), model(rows_of_ones))
 print("batches of 2, 37 and 1024 match eager")
 try:
     runnable(torch.randn(1025, 64, device=device))
@@ -167,7 +168,8 @@ assert "batch = 8" in str(violations["FixedBatch"]), "the fix for FixedBatch: no
 half_batch = Dim("half_batch", min=1, max=512)
 exported_pairs = torch.export.export(Pairs(), (x,), dynamic_shapes={"x": {0: 2 * half_batch}})
 print("x in the graph:", tuple(next(iter(exported_pairs.graph.nodes)).meta["val"].shape))
-torch.testing.assert_close(exported_pairs.module()(torch.ones(6, 64, device=device)), torch.full((3, 64), 2.0, device=device))
+six_rows = torch.ones(6, 64, device=device)
+torch.testing.assert_close(exported_pairs.module()(six_rows), torch.full((3, 64), 2.0, device=device))
 print("a batch of 6 gives 3 sums")
 # --8<-- [end:fix]
 assert "2*" in str(next(iter(exported_pairs.graph.nodes)).meta["val"].shape[0]), "the batch is twice a symbol"
