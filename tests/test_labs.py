@@ -36,8 +36,15 @@ def describe(outcome):
     return f"cell {outcome['cell']} ({outcome['first_line']!r}, tags {outcome['tags']})"
 
 
-def test_there_are_five_labs():
-    assert [lab.stem for lab in LABS] == ["backends", "benchmark_suite", "capture", "graph_breaks", "inductor"]
+def test_there_are_six_labs():
+    assert [lab.stem for lab in LABS] == [
+        "backends",
+        "benchmark_suite",
+        "capture",
+        "export",
+        "graph_breaks",
+        "inductor",
+    ]
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.stem)

@@ -1,0 +1,180 @@
+"""AOTInductor: the exported model compiled ahead of time into a .pt2 package, run without its Python code.
+
+Run it as it is: `python examples/deploying/aoti.py` (on a GPU if torch sees one). The package is
+loaded in fresh Python processes that import torch and nothing else; `torch.compile`'s cold and
+warm starts run in fresh processes too (this same file, started with the argument `compile-job`).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+started = time.perf_counter()
+
+
+def compile_job(cache_dir: str) -> None:
+    """torch.compile's start in this fresh process: import, build, compile, first call; prints one JSON line."""
+    t0 = time.perf_counter()
+    import torch
+
+    import compile_tools
+    from deploying import _model
+
+    imported = time.perf_counter()
+    device = compile_tools.device()
+    model = _model.build(device)
+    x = torch.randn(8, 64, device=device)
+    output = torch.compile(model)(x)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    done = time.perf_counter()
+    torch.testing.assert_close(output, model(x))
+    counters = torch._dynamo.utils.counters["inductor"]
+    print(json.dumps({"import_s": imported - t0, "first_output_s": done - imported,
+                      "fxgraph_cache_hit": counters["fxgraph_cache_hit"]}))  # fmt: skip
+
+
+if len(sys.argv) > 2 and sys.argv[1] == "compile-job":
+    compile_job(sys.argv[2])
+    sys.exit(0)
+
+import torch
+
+import compile_tools
+from deploying import _model
+
+device = compile_tools.device()
+workdir = Path(tempfile.mkdtemp(prefix="aoti-"))  # the package and its inputs: never inside the repository
+# The checks on the inputs' sizes are generated into the package; they run only when this variable is set.
+CHECK_INPUTS = "AOTI_RUNTIME_CHECK_INPUTS"
+
+# --8<-- [start:package]
+model = _model.build(device)
+x = torch.randn(8, 64, device=device)
+exported = torch.export.export(model, (x,))
+
+t0 = time.perf_counter()
+package = torch._inductor.aoti_compile_and_package(exported, package_path=str(workdir / "model.pt2"))
+aoti_compile_s = time.perf_counter() - t0
+print("package:", Path(package).name)
+# --8<-- [end:package]
+
+# --8<-- [start:contents]
+with zipfile.ZipFile(package) as archive:
+    entries = archive.infolist()
+    for entry in entries:
+        print(f"{entry.file_size / 1024:9.1f} KiB  {entry.filename}")
+    shared_object = next(archive.read(entry) for entry in entries if entry.filename.endswith(".so"))
+weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+print(f"package: {os.path.getsize(package) / 1024:.0f} KiB on disk; the model's weights: {weight_bytes / 1024:.0f} KiB")
+head_weight_inside = model.head.weight.detach().cpu().numpy().tobytes() in shared_object
+print("head.weight's bytes found inside the .so:", head_weight_inside)
+# --8<-- [end:contents]
+suffixes = [Path(entry.filename).suffix for entry in entries if "/aotinductor/" in entry.filename]
+assert suffixes.count(".so") == 1, "one shared object: the compiled wrapper, with the weights"
+assert head_weight_inside, "the weights are baked into the shared object"
+if device.type == "cuda":
+    assert ".cubin" in suffixes, "the Triton kernels, compiled to GPU binaries"
+else:
+    assert sum(name.endswith(".kernel.cpp") for name in archive.namelist()) == 1, "the C++ kernels' source"
+
+# --8<-- [start:child]
+# What the serving process runs: torch, the package and an input; no model code.
+LOAD_AND_RUN = """
+import json, sys, time
+import torch
+package, input_path, output_path = sys.argv[1:]
+t0 = time.perf_counter()
+import torch._inductor  # the Python side of the loader
+imported = time.perf_counter()
+runner = torch._inductor.aoti_load_package(package)
+loaded = time.perf_counter()
+x = torch.load(input_path)
+try:
+    output = runner(x)
+except RuntimeError as error:
+    print(json.dumps({"error": str(error).splitlines()[0]}))
+    sys.exit(0)
+if x.is_cuda:
+    torch.cuda.synchronize()
+first_call = time.perf_counter()
+torch.save(output, output_path)
+model_code = sorted(name for name in sys.modules if name.startswith("deploying"))
+timings = {"import_inductor_s": imported - t0, "load_s": loaded - imported, "first_call_s": first_call - loaded}
+print(json.dumps({**timings, "model_code": model_code}))
+"""
+
+
+def load_and_run(inputs: torch.Tensor, env: dict | None = None) -> tuple[dict, str, torch.Tensor | None]:
+    """Run the package on `inputs` in a fresh Python process: its JSON line, its stderr, its output."""
+    input_path, output_path = workdir / "input.pt", workdir / "output.pt"
+    output_path.unlink(missing_ok=True)
+    torch.save(inputs, input_path)
+    done = subprocess.run([sys.executable, "-c", LOAD_AND_RUN, package, str(input_path), str(output_path)],
+                          env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    output = torch.load(output_path) if output_path.exists() else None
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr, output
+
+
+served, _, served_output = load_and_run(x)
+print("model code imported by the serving process:", served["model_code"] or "none")
+torch.testing.assert_close(served_output, model(x))
+print("its output matches eager: max difference", f"{(served_output - model(x)).abs().max().item():.1e}")
+# --8<-- [end:child]
+assert served["model_code"] == [], "the serving process never imported the model's module"
+
+# --8<-- [start:bad-input]
+wrong_batch = torch.randn(16, 64, device=device)  # the package was compiled for 8 rows
+checked, checked_stderr, _ = load_and_run(wrong_batch, env=dict(os.environ, **{CHECK_INPUTS: "1"}))
+reason = next(line for line in checked_stderr.splitlines() if "unmatched" in line)
+print(f"with {CHECK_INPUTS}=1, the process's stderr says: {reason.strip()}")
+print(f"  and the call raises RuntimeError: {checked['error']}")
+unchecked_env = {name: value for name, value in os.environ.items() if name != CHECK_INPUTS}
+unchecked, _, unchecked_output = load_and_run(wrong_batch, env=unchecked_env)
+if "error" in unchecked:
+    print("without it:", unchecked["error"])
+else:
+    shape_matches = unchecked_output.shape == model(wrong_batch).shape
+    right = shape_matches and torch.allclose(unchecked_output, model(wrong_batch), atol=1e-4)
+    print(f"without it: no error; output of shape {tuple(unchecked_output.shape)}, equal to eager's: {right}")
+# --8<-- [end:bad-input]
+assert "error" in checked and "expected: 8" in reason and "got: 16" in reason, "the check names both sizes"
+if device.type == "cpu":
+    assert "error" not in unchecked and not right, "unchecked, the package returns a wrong result silently"
+
+# --8<-- [start:timing]
+with tempfile.TemporaryDirectory() as cache_dir:
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)  # a fresh, empty Inductor cache
+    env.pop("TRITON_CACHE_DIR", None)  # Triton's cache then lives in cache_dir too
+    starts = {}
+    for start in ("cold", "warm"):  # the warm process finds the cache the cold one filled
+        done = subprocess.run([sys.executable, __file__, "compile-job", cache_dir], env=env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        starts[start] = json.loads(done.stdout.strip().splitlines()[-1])
+aoti_starts = [served] + [load_and_run(x)[0] for _ in range(2)]
+aoti = {key: sorted(run[key] for run in aoti_starts)[1] for key in ("import_inductor_s", "load_s", "first_call_s")}
+
+print(f"compiling ahead of time (aoti_compile_and_package): {aoti_compile_s:6.2f} s, once, before deploying")
+print("seconds from `import torch` done to the first output, in a fresh process:")
+print(f"  torch.compile, cold cache:  {starts['cold']['first_output_s']:6.2f}  (build, compile, first call)")
+print(f"  torch.compile, warm cache:  {starts['warm']['first_output_s']:6.2f}  "
+      f"(FX graph cache hits: {starts['warm']['fxgraph_cache_hit']})")  # fmt: skip
+print(f"  AOTInductor package:        {sum(aoti.values()):6.2f}  (medians of 3 processes:)")
+print(f"    import torch._inductor     {aoti['import_inductor_s']:6.3f}")
+print(f"    aoti_load_package          {aoti['load_s']:6.3f}")
+print(f"    first call                 {aoti['first_call_s']:6.3f}")
+print(f"importing torch itself took {starts['cold']['import_s']:.2f} s in the cold process")
+# --8<-- [end:timing]
+aoti_first_output = sum(aoti.values())
+assert starts["cold"]["fxgraph_cache_hit"] == 0 and starts["warm"]["fxgraph_cache_hit"] >= 1, starts
+assert starts["warm"]["first_output_s"] < starts["cold"]["first_output_s"], "the cache helps torch.compile"
+assert aoti_first_output < starts["warm"]["first_output_s"], "the package starts faster than even a warm compile"
+
+# --8<-- [start:took]
+print(f"this example ran in {time.perf_counter() - started:.0f} s")
+# --8<-- [end:took]
