@@ -1,9 +1,10 @@
 """AOTInductor: the exported model compiled ahead of time into a .pt2 package, run without its Python code.
 
-Run it as it is: `python examples/deploying/aoti.py` (on a GPU if torch sees one). The package is
+Run it as it is: `python examples/deploying/aoti.py`. The package is
 loaded in fresh Python processes that import torch and nothing else; `torch.compile`'s cold and
 warm starts run in fresh processes too (this same file, started with the argument `compile-job`).
 """
+# execdocs: devices=cpu
 
 import json
 import os
