@@ -18,6 +18,8 @@ ASSETS = [("mermaid", "11.17.2", "package/dist/mermaid.min.js", "mermaid.min.js"
 # configures MathJax first), so not part of every page's scripts. tex-svg-full is one self-contained
 # file: SVG output needs no web fonts, and every TeX extension is inside, so nothing is fetched later.
 LAB_ASSETS = [("mathjax", "3.2.2", "package/es5/tex-svg-full.js", "mathjax/tex-svg-full.js")]
+# Not part of the site: the browser tests inject axe-core into each page they check.
+TEST_ASSETS = [("axe-core", "4.13.0", "package/axe.min.js", "axe.min.js")]
 
 
 def vendored(site_name: str) -> Path:
@@ -39,7 +41,7 @@ def site_files(config, assets) -> list:
 
 
 def fetch() -> None:
-    for package, version, member, site_name in ASSETS + LAB_ASSETS:
+    for package, version, member, site_name in ASSETS + LAB_ASSETS + TEST_ASSETS:
         target = vendored(site_name)
         stamp = target.with_suffix(".version")
         if target.is_file() and stamp.is_file() and stamp.read_text() == version:
