@@ -11,10 +11,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from execdocs.chromium import FLAGS, chromium, fresh_profile_flag, missing
+from execdocs.chromium import FLAGS, chromium, missing, profile_flag
 from execdocs.layout import CACHE
 from execdocs.local_site import serve
 from execdocs.reader_pages import PAGES
@@ -28,17 +29,38 @@ def install_lighthouse() -> None:
     if LIGHTHOUSE.is_file():
         return
     subprocess.run(
-        ["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix", str(LIGHTHOUSE.parents[2]),
-         f"lighthouse@{LIGHTHOUSE_VERSION}"],
+        [
+            "npm",
+            "install",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(LIGHTHOUSE.parents[2]),
+            f"lighthouse@{LIGHTHOUSE_VERSION}",
+        ],
         check=True,
     )
 
 
 def lighthouse(url: str) -> dict:
-    flags = " ".join([*FLAGS, fresh_profile_flag()])
+    with tempfile.TemporaryDirectory() as profile:
+        return _lighthouse(url, " ".join([*FLAGS, profile_flag(Path(profile))]))
+
+
+def _lighthouse(url: str, flags: str) -> dict:
     process = subprocess.run(
-        ["node", str(LIGHTHOUSE), url, "--preset=desktop", "--output=json", "--output-path=stdout", "--quiet",
-         f"--only-categories={','.join(CATEGORIES)}", f"--chrome-flags={flags}"],
+        [
+            "node",
+            str(LIGHTHOUSE),
+            url,
+            "--preset=desktop",
+            "--output=json",
+            "--output-path=stdout",
+            "--quiet",
+            f"--only-categories={','.join(CATEGORIES)}",
+            f"--chrome-flags={flags}",
+        ],
         env={**os.environ, "CHROME_PATH": chromium()},
         capture_output=True,
         text=True,
@@ -51,10 +73,16 @@ def row(name: str, url: str, report: dict) -> dict:
     audits = report["audits"]
     requests = audits["network-requests"]["details"]["items"]
     site = urlsplit(url).netloc
-    external = [item["url"] for item in requests if urlsplit(item["url"]).netloc not in ("", site)
-                and not item["url"].startswith(("data:", "blob:"))]
-    failed_rules = [ref["id"] for ref in report["categories"]["accessibility"]["auditRefs"]
-                    if ref["weight"] and audits[ref["id"]]["score"] == 0]
+    external = [
+        item["url"]
+        for item in requests
+        if urlsplit(item["url"]).netloc not in ("", site) and not item["url"].startswith(("data:", "blob:"))
+    ]
+    failed_rules = [
+        ref["id"]
+        for ref in report["categories"]["accessibility"]["auditRefs"]
+        if ref["weight"] and audits[ref["id"]]["score"] == 0
+    ]
     return {
         "page": name,
         **{category: round(report["categories"][category]["score"] * 100) for category in CATEGORIES},

@@ -6,7 +6,7 @@ every request a page makes is one the page asked for.
 """
 
 import shutil
-import tempfile
+from pathlib import Path
 
 FLAGS = [
     "--headless",
@@ -36,6 +36,6 @@ def missing() -> str | None:
     return None
 
 
-def fresh_profile_flag() -> str:
+def profile_flag(empty_folder: Path) -> str:
     """A new, empty profile per browser: a used one would bring cookies, a cache and a stored palette."""
-    return f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-profile-')}"
+    return f"--user-data-dir={empty_folder}"

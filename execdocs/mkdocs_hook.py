@@ -7,7 +7,7 @@
   sentence per problem, naming the page, the block and the example's file:line.
 - on_files: serve the vendored JavaScript from the site itself, and publish every stored result
   (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link.
-- on_page_content: outputs left out of the search index, code blocks a keyboard can scroll
+- on_page_content: code blocks left out of the search index, and made keyboard-scrollable
   (execdocs/reader_html.py); mermaid on the pages that draw a diagram (execdocs/diagrams.py), and only there.
 - on_page_markdown: make GPU-only blocks say so on the page.
 - labs (execdocs/labs.py): the downloadable notebooks, and each rendered lab page finished.
@@ -99,6 +99,6 @@ def on_page_markdown(markdown, page, config, files):
 
 
 def on_page_content(html, page, config, files):
-    html = reader_html.keyboard_scrollable_code(reader_html.without_outputs_in_search(html))
+    html = reader_html.keyboard_scrollable_code(reader_html.without_code_in_search(html))
     html = diagrams.load_where_drawn(html, page, files)
     return labs.finish_page(html, page, config, files)

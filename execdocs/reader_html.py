@@ -2,16 +2,18 @@
 
 import re
 
-# The div execdocs/render.py puts around each output. md_in_html keeps only its class, and inside an
-# admonition leaves its `markdown` attribute: so the attribute that search reads is added here.
-_OUTPUT_BLOCK = re.compile(r'<div class="execdocs-output"(?: markdown(?:="1")?)?>')
+# The wrapper of every highlighted code block: Markdown's, and nbconvert's in the labs.
+_CODE_BLOCK = re.compile(r'<div class="(?:language-\S+ )?highlight(?:-ipynb)?\b[^"]*"')
 # The element that scrolls sideways: <code> in Material's code blocks, the highlight div in a lab's cells.
-_SCROLLING_CODE = re.compile(r'(<pre\b(?![^>]*mermaid)[^>]*>(?:<span></span>)?<code)\b(?![^>]*tabindex)|(<div class="highlight-ipynb\b[^"]*")')
+_SCROLLING_CODE = re.compile(
+    r'(<pre\b(?![^>]*mermaid)[^>]*>(?:<span></span>)?<code)\b(?![^>]*tabindex)|(<div class="highlight-ipynb\b[^"]*")'
+)
 
 
-def without_outputs_in_search(html: str) -> str:
-    """Recorded dumps would double the search index that every page loads, and drown the prose's matches."""
-    return _OUTPUT_BLOCK.sub('<div class="execdocs-output" data-search-exclude>', html)
+def without_code_in_search(html: str) -> str:
+    """Search covers the prose and its inline code. Code blocks and recorded dumps would more than double
+    the index that every page loads, and drown the prose's matches."""
+    return _CODE_BLOCK.sub(lambda match: f"{match.group(0)} data-search-exclude", html)
 
 
 def keyboard_scrollable_code(html: str) -> str:

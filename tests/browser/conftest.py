@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from execdocs.chromium import FLAGS, chromedriver, chromium, fresh_profile_flag, missing
+from execdocs.chromium import FLAGS, chromedriver, chromium, missing, profile_flag
 from execdocs.local_site import serve
 
 SITE_ENV = "EXECDOCS_SITE"
@@ -17,7 +17,7 @@ WINDOW = "1400,900"  # a common laptop screen, where wide outputs used to need s
 
 
 @pytest.fixture
-def driver():
+def driver(tmp_path):
     if reason := missing():
         pytest.skip(f"browser tests {reason}")
     os.environ["SE_OFFLINE"] = "true"  # selenium must not look for a browser or driver to download
@@ -26,7 +26,7 @@ def driver():
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium()
-    for flag in [*FLAGS, fresh_profile_flag(), f"--window-size={WINDOW}"]:
+    for flag in [*FLAGS, profile_flag(tmp_path / "profile"), f"--window-size={WINDOW}"]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     browser = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver()))

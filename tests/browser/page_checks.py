@@ -40,8 +40,10 @@ def wait_for_diagrams(driver) -> None:
     """Material swaps each <pre class="mermaid"> for a drawn diagram; wait until none is left, or give up."""
     try:
         WebDriverWait(driver, RENDER_WAIT_S).until(
-            lambda d: not d.find_elements(By.CSS_SELECTOR, "pre.mermaid")
-            and len(drawn_diagrams(d)) == len(d.find_elements(By.CSS_SELECTOR, "div.mermaid"))
+            lambda d: (
+                not d.find_elements(By.CSS_SELECTOR, "pre.mermaid")
+                and len(drawn_diagrams(d)) == len(d.find_elements(By.CSS_SELECTOR, "div.mermaid"))
+            )
         )
     except TimeoutException:
         pass  # diagram_problems says which
@@ -83,7 +85,9 @@ def tab_problems(driver) -> list[str]:
         for label, block in zip(labels, blocks, strict=False):
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click()", label)
             shown = driver.execute_script(
-                "const r = arguments[0].getBoundingClientRect(); return r.height > 0 && arguments[0].innerText.trim() !== ''",
+                "const block = arguments[0];"
+                "return block.getBoundingClientRect().height > 0"
+                " && (block.innerText.trim() !== '' || block.querySelector('svg, img') !== null)",
                 block,
             )
             if not shown:
@@ -119,13 +123,14 @@ def axe_problems(driver) -> list[str]:
     driver.execute_script(vendored("axe.min.js").read_text())
     violations = driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations), e => done(String(e)));"
+        "const options = {resultTypes: ['violations'], rules: {'target-size': {enabled: true}}};"
+        "axe.run(document, options).then(r => done(r.violations), e => done(String(e)));"
     )
     if isinstance(violations, str):
         return [f"axe-core failed: {violations}"]
     return [
-        f"axe {violation['id']} ({violation['impact']}) on {len(violation['nodes'])} element(s), first "
-        f"{violation['nodes'][0]['target']}: {violation['help']}"
+        f"axe {violation['id']} ({violation['impact']}) on {len(violation['nodes'])} element(s): {violation['help']}; "
+        f"first {violation['nodes'][0]['target']}: {' '.join(violation['nodes'][0]['failureSummary'].split())}"
         for violation in violations
         if violation["impact"] in BLOCKING_IMPACTS
     ]
