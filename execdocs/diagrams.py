@@ -1,31 +1,31 @@
-"""Mermaid, vendored, and loaded only by the pages that draw a diagram (3.5 MB that other pages skip).
+"""Mermaid, vendored, and loaded only by the pages that draw a diagram.
 
 Material draws every `<pre class="mermaid">` with the global `mermaid` when one is defined, and
 fetches it from a CDN when none is. A page with a diagram therefore loads the vendored copy
-itself, from a script inside its content: Material's instant navigation runs such scripts, and
-waits for them, before it draws the new page's diagrams. Material configures mermaid once, on the
-first diagram; the served copy keeps the first instance, so a second diagram page reached by
-instant navigation does not replace it with an unconfigured one.
+itself, from a module script inside its content that defines that global:
+
+- as a module, it runs before Material draws (modules run before DOMContentLoaded), and it runs
+  once per visit: under Material's instant navigation, which re-inserts a new page's scripts and
+  waits for them, a second diagram page keeps the mermaid Material already configured;
+- mermaid's ES-module build imports the code of a kind of diagram only when it draws one.
 """
 
 from mkdocs.structure.files import File
 
 from execdocs.vendor import ASSETS, site_files
 
-MERMAID = "assets/vendor/mermaid.min.js"
-_KEEP_FIRST = '"use strict";if(typeof globalThis.mermaid?.render!=="function"){\n'
+LOADER = "assets/javascripts/mermaid.mjs"
+_LOADER_SOURCE = 'import mermaid from "../vendor/mermaid/mermaid.esm.min.mjs";\nwindow.mermaid = mermaid;\n'
 
 
-def site_file(config) -> File:
-    """mermaid.min.js as the site serves it: the vendored file, run only where no mermaid is defined yet."""
-    (vendored,) = site_files(config, ASSETS)
-    with open(vendored.abs_src_path, encoding="utf-8") as source:
-        return File.generated(config, MERMAID, content=_KEEP_FIRST + source.read() + "\n}\n")
+def site_files_for_diagrams(config) -> list[File]:
+    """The vendored mermaid and the module that hands it to Material."""
+    return [*site_files(config, ASSETS), File.generated(config, LOADER, content=_LOADER_SOURCE)]
 
 
 def load_where_drawn(html: str, page, files) -> str:
     """on_page_content: a page whose content holds a diagram gets the script that draws it."""
     if '<pre class="mermaid">' not in html:
         return html
-    src = files.get_file_from_path(MERMAID).url_relative_to(page.file)
-    return html + f'\n<script src="{src}" defer></script>\n'
+    src = files.get_file_from_path(LOADER).url_relative_to(page.file)
+    return html + f'\n<script type="module" src="{src}"></script>\n'

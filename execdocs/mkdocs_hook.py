@@ -72,7 +72,8 @@ def on_pre_build(config):
 
 
 def on_files(files, config):
-    files.append(diagrams.site_file(config))
+    for diagram_file in diagrams.site_files_for_diagrams(config):
+        files.append(diagram_file)
     for example in all_examples():
         for device in DEVICES:
             result = store.load(example, device)

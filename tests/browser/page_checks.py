@@ -120,7 +120,7 @@ def request_problems(driver, base_url: str) -> list[str]:
 
 def axe_problems(driver) -> list[str]:
     """Serious and critical violations that axe-core (vendored from npm) finds on the page as it is now."""
-    driver.execute_script(vendored("axe.min.js").read_text())
+    driver.execute_script(vendored("axe-core/axe.min.js").read_text())
     violations = driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
         "const options = {resultTypes: ['violations'], rules: {'target-size': {enabled: true}}};"

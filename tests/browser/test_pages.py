@@ -10,7 +10,17 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from execdocs.layout import CACHE, run_dir
 from execdocs.reader_pages import PAGES
-from tests.browser.page_checks import RENDER_WAIT_S, SCHEMES, check_page, drawn_diagrams, open_page, scheme
+from tests.browser.page_checks import (
+    RENDER_WAIT_S,
+    SCHEMES,
+    check_page,
+    console_errors,
+    diagram_problems,
+    drawn_diagrams,
+    open_page,
+    scheme,
+    wait_for_diagrams,
+)
 
 
 def count(driver, selector: str) -> int:
@@ -105,3 +115,24 @@ def test_search_finds_graph_breaks(driver, site_url):
     WebDriverWait(driver, RENDER_WAIT_S).until(lambda d: count(d, ".md-search-result__item"))
     links = [link.get_attribute("href") for link in driver.find_elements(By.CSS_SELECTOR, ".md-search-result__item a")]
     assert any("dynamo/graph_breaks/" in link for link in links), links
+
+
+def test_every_diagram_of_the_site_is_drawn(driver, site_url, built_site):
+    pages = [path.parent.relative_to(built_site).as_posix() + "/" for path in sorted(built_site.rglob("index.html"))]
+    problems = []
+    for page in (page.removeprefix("./") for page in pages):
+        if '<pre class="mermaid">' in (built_site / page / "index.html").read_text():
+            open_page(driver, site_url + page, "light")
+            wait_for_diagrams(driver)
+            problems += [f"/{page}: {problem}" for problem in diagram_problems(driver) + console_errors(driver)]
+    assert not problems, "\n".join(problems)
+
+
+def test_instant_navigation_draws_the_next_pages_diagram(driver, site_url):
+    open_page(driver, site_url + PAGES["overview"], "light")
+    wait_for_diagrams(driver)
+    driver.execute_script("document.querySelector('.md-nav a[href$=\"dynamo/\"]').click()")
+    WebDriverWait(driver, RENDER_WAIT_S).until(lambda d: d.current_url.endswith("/dynamo/"))
+    wait_for_diagrams(driver)
+    assert drawn_diagrams(driver), "the TorchDynamo page's diagram was not drawn after instant navigation"
+    assert not diagram_problems(driver) + console_errors(driver)
