@@ -44,28 +44,25 @@ def install_lighthouse() -> None:
 
 
 def lighthouse(url: str) -> dict:
+    """Lighthouse's report on one page, from a Chromium with a profile of its own."""
     with tempfile.TemporaryDirectory() as profile:
-        return _lighthouse(url, " ".join([*FLAGS, profile_flag(Path(profile))]))
-
-
-def _lighthouse(url: str, flags: str) -> dict:
-    process = subprocess.run(
-        [
-            "node",
-            str(LIGHTHOUSE),
-            url,
-            "--preset=desktop",
-            "--output=json",
-            "--output-path=stdout",
-            "--quiet",
-            f"--only-categories={','.join(CATEGORIES)}",
-            f"--chrome-flags={flags}",
-        ],
-        env={**os.environ, "CHROME_PATH": chromium()},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+        process = subprocess.run(
+            [
+                "node",
+                str(LIGHTHOUSE),
+                url,
+                "--preset=desktop",
+                "--output=json",
+                "--output-path=stdout",
+                "--quiet",
+                f"--only-categories={','.join(CATEGORIES)}",
+                f"--chrome-flags={' '.join([*FLAGS, profile_flag(Path(profile))])}",
+            ],
+            env={**os.environ, "CHROME_PATH": chromium()},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     return json.loads(process.stdout)
 
 

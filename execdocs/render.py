@@ -70,8 +70,7 @@ def render(target: str, device: str | None = None, lang: str = "text") -> tuple[
     reference, result, preview_warning = section_result(target, device)
     if result is None:  # preview only: nothing recorded yet
         return f'!!! failure "Not recorded yet"\n\n    {preview_warning}\n', None
-    # The class marks the output for the hook, which leaves it out of the search index.
-    output = f'<div class="execdocs-output" markdown>\n\n{_fenced(result.sections[reference.section], lang)}\n\n</div>'
+    output = _fenced(result.sections[reference.section], lang)
     source = f"<code>{reference.example.display_path}</code>"
     stamp = f'<p class="execdocs-stamp">Output of {source} · {stamp_line(result)}</p>'
     if result.device == machine_device():
