@@ -92,7 +92,7 @@ def row(name: str, url: str, report: dict) -> dict:
 
 def main() -> None:
     if reason := missing():
-        raise SystemExit(f"the audit {reason}")
+        raise SystemExit(f"cannot audit: {reason}")
     site = Path(sys.argv[1])
     install_lighthouse()
     rows = []

@@ -32,7 +32,7 @@ def chromedriver() -> str | None:
 def missing() -> str | None:
     """Why the browser checks cannot run here, or None when they can."""
     if chromium() is None or chromedriver() is None:
-        return "needs Chromium and its driver: `apt-get install chromium chromium-driver` (CI installs them)"
+        return "no chromium or no chromedriver on PATH: `apt-get install chromium chromium-driver` (CI installs them)"
     return None
 
 

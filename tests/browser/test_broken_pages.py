@@ -14,11 +14,12 @@ PAGES = {
     "broken_diagram.md": "# A diagram\n\n```mermaid\ngraph LR\n  A -->> ((( B\n```\n",
     "empty_tab.md": '# Tabs\n\n=== "Filled"\n\n    To read.\n\n=== "Empty"\n\n=== "Filled too"\n\n    More.\n',
     "low_contrast.md": '# Faint\n\n<p style="color: #c8c8c8">Text too light to read on white.</p>\n',
+    "remote_image.md": '# Remote\n\n<img src="https://cdn.example.com/pixel.png" alt="a pixel from elsewhere">\n',
 }
 
 
 @pytest.fixture(scope="module")
-def broken_site(tmp_path_factory):
+def broken_site(chromium_here, tmp_path_factory):
     sandbox = Sandbox(tmp_path_factory.mktemp("broken"), pages=tuple(PAGES))
     for name, text in PAGES.items():
         sandbox.write(f"docs/{name}", text)
@@ -49,3 +50,8 @@ def test_a_tab_with_no_content_fails_naming_the_page(driver, broken_site):
 def test_a_low_contrast_colour_fails_naming_the_page(driver, broken_site):
     problems = problems_of(driver, broken_site, "low_contrast/")
     assert "/low_contrast/ (light): axe color-contrast (serious)" in problems
+
+
+def test_a_request_that_leaves_the_site_fails_naming_the_page(driver, broken_site):
+    problems = problems_of(driver, broken_site, "remote_image/")
+    assert "/remote_image/ (light): request leaves the site: https://cdn.example.com/pixel.png" in problems
