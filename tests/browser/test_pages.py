@@ -5,6 +5,7 @@ kind. A screenshot of each page in each palette is kept in the test run's folder
 """
 
 import pytest
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -48,7 +49,7 @@ def plots(driver) -> list[str]:
 def rendered_formulas(driver) -> list[str]:
     try:
         WebDriverWait(driver, RENDER_WAIT_S).until(lambda d: count(d, "mjx-container svg"))
-    except Exception:
+    except TimeoutException:
         return ["MathJax typeset no formula"]
     return [] if not count(driver, "mjx-merror") else ["MathJax could not typeset a formula"]
 
