@@ -33,6 +33,8 @@ def pytest_terminal_summary(terminalreporter):
                 if outcome == "skipped":
                     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
                     reasons[reason.removeprefix("Skipped: ")] += 1
+    if not counts:  # a run of other tests only, e.g. the browser tests after the build
+        return
     terminalreporter.write_sep("=", "code blocks in docs/")
     terminalreporter.write_line(
         f"{counts['passed']} verified, {counts['skipped']} skipped, {counts['failed'] + counts['error']} failed"

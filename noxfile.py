@@ -16,6 +16,8 @@ nox.options.sessions = ["tests"]
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 TEST_RUN = Path(".cache/test-run")
+BROWSER_TESTS = "tests/browser"
+AUDIT = Path(".cache/audit")
 
 
 def install(session: nox.Session, *groups: str) -> None:
@@ -49,14 +51,28 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run every example once, verify every code block in docs/ with sybil, then build strictly."""
+    """Run every example once, verify every code block in docs/ with sybil, build strictly, then read
+    the built pages in a headless Chromium (tests/browser/; skipped, saying why, where there is none)."""
     install(session, "docs", "test")
     shutil.rmtree(TEST_RUN, ignore_errors=True)
     env = {"EXECDOCS_RUN_DIR": str(TEST_RUN.resolve())}
     workers = os.environ.get("PYTEST_WORKERS", "2")
-    session.run("pytest", "-n", workers, *session.posargs, env=env)
+    session.run("pytest", "-n", workers, "--ignore", BROWSER_TESTS, *session.posargs, env=env)
     # The build reuses this run's results, so no example runs a second time.
     session.run("mkdocs", "build", "--site-dir", str(TEST_RUN / "site"), env=env)
+    # One browser at a time: each Chromium wants both cores of a small machine.
+    session.run("pytest", BROWSER_TESTS, env={**env, "EXECDOCS_SITE": str(TEST_RUN / "site")})
+
+
+@nox.session
+def audit(session: nox.Session) -> None:
+    """Lighthouse (npm, desktop preset) over each kind of page of a strict build: scores, bytes, external requests.
+
+    For authors, not a test: scores move with the machine's load. Needs Chromium, as the browser tests do.
+    """
+    install(session, "docs")
+    session.run("mkdocs", "build", "--site-dir", str(AUDIT / "site"))
+    session.run("python3", "-m", "execdocs.audit", str(AUDIT / "site"))
 
 
 @nox.session

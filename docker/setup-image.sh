@@ -35,6 +35,6 @@ fi
 if command -v npm >/dev/null; then
   python3 -m execdocs.vendor
 else
-  test -f .cache/vendor/mermaid.min.js || { echo "no npm and no .cache/vendor/mermaid.min.js" >&2; exit 1; }
+  test -f .cache/vendor/mermaid/mermaid.esm.min.mjs || { echo "no npm and no .cache/vendor/mermaid/" >&2; exit 1; }
 fi
 python3 -c 'import execdocs, compile_tools, mkdocs, sybil, nox; print("docs stack ready")'

@@ -7,6 +7,8 @@
   sentence per problem, naming the page, the block and the example's file:line.
 - on_files: serve the vendored JavaScript from the site itself, and publish every stored result
   (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link.
+- on_page_content: code blocks left out of the search index, and made keyboard-scrollable
+  (execdocs/reader_html.py); mermaid on the pages that draw a diagram (execdocs/diagrams.py), and only there.
 - on_page_markdown: make GPU-only blocks say so on the page.
 - labs (execdocs/labs.py): the downloadable notebooks, and each rendered lab page finished.
 """
@@ -19,13 +21,12 @@ import re
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
-from execdocs import labs, runner, store
+from execdocs import diagrams, labs, reader_html, runner, store
 from execdocs.environment import PREVIEW_ENV, can_run, machine_device, machine_stamp, preview
 from execdocs.examples import all_examples
 from execdocs.layout import DEVICES
 from execdocs.markdown_blocks import blocks
 from execdocs.pages import PageError, all_references, default_device, is_recording_gap, problem
-from execdocs.vendor import ASSETS, site_files
 
 log = logging.getLogger("mkdocs.plugins.execdocs")
 
@@ -46,7 +47,6 @@ def on_config(config):
     stamp["date"] = datetime.date.today().isoformat()
     stamp["device"] = machine_device()
     config.extra["build"] = stamp
-    config.extra_javascript[:0] = [f"assets/vendor/{site_name}" for *_, site_name in ASSETS]
     return labs.configure(config)
 
 
@@ -72,8 +72,8 @@ def on_pre_build(config):
 
 
 def on_files(files, config):
-    for vendored_file in site_files(config, ASSETS):
-        files.append(vendored_file)
+    for diagram_file in diagrams.site_files_for_diagrams(config):
+        files.append(diagram_file)
     for example in all_examples():
         for device in DEVICES:
             result = store.load(example, device)
@@ -100,4 +100,6 @@ def on_page_markdown(markdown, page, config, files):
 
 
 def on_page_content(html, page, config, files):
+    html = reader_html.keyboard_scrollable_code(reader_html.without_code_in_search(html))
+    html = diagrams.load_where_drawn(html, page, files)
     return labs.finish_page(html, page, config, files)

@@ -20,7 +20,7 @@ COPIED = [
 
 
 class Sandbox:
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, pages: tuple[str, ...] = ("index.md",)):
         self.root = folder
         for name in COPIED:
             source, target = ROOT / name, folder / name
@@ -30,7 +30,8 @@ class Sandbox:
             else:
                 shutil.copy(source, target)
         config = (ROOT / "mkdocs.yml").read_text()
-        (folder / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\nnav:\n  - index.md\n")
+        nav = "".join(f"  - {page}\n" for page in pages)
+        (folder / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\nnav:\n" + nav)
         shutil.copytree(VENDOR, folder / ".cache" / "vendor")
 
     def write(self, relative_path: str, text: str) -> Path:

@@ -1,0 +1,56 @@
+"""A headless Chromium for each test, and the built site served from localhost.
+
+`nox -s tests` runs these after its strict build and names that build's folder in EXECDOCS_SITE.
+Without Chromium, or without a built site, the tests skip and say why.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from execdocs.chromium import FLAGS, chromedriver, chromium, missing, profile_flag
+from execdocs.local_site import serve
+
+SITE_ENV = "EXECDOCS_SITE"
+WINDOW = "1400,900"  # a common laptop screen, where wide outputs used to need scrolling
+# A page's request for any other host fails at once instead of leaving the machine; the checks still see it.
+ONLY_LOCALHOST = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+
+
+@pytest.fixture(scope="session")
+def chromium_here():
+    """Skip, saying why, where there is no Chromium: before any fixture builds or serves a site for it."""
+    if reason := missing():
+        pytest.skip(f"browser tests: {reason}")
+
+
+@pytest.fixture
+def driver(chromium_here, tmp_path):
+    os.environ["SE_OFFLINE"] = "true"  # selenium must not look for a browser or driver to download
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium()
+    for flag in [*FLAGS, profile_flag(tmp_path / "profile"), f"--window-size={WINDOW}", ONLY_LOCALHOST]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    browser = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver()))
+    browser.set_script_timeout(60)
+    yield browser
+    browser.quit()
+
+
+@pytest.fixture(scope="session")
+def built_site() -> Path:
+    folder = os.environ.get(SITE_ENV)
+    if not folder or not (Path(folder) / "index.html").is_file():
+        pytest.skip(f"no built site: set {SITE_ENV} to a built site folder (`nox -s tests` does, after its build)")
+    return Path(folder)
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site):
+    with serve(built_site) as url:
+        yield url

@@ -1,0 +1,57 @@
+"""A page a reader would find broken fails the browser checks, and the failure names the page.
+
+One small site of the tests' own making, built once, with one fault per page.
+"""
+
+import pytest
+
+from execdocs.local_site import serve
+from tests.browser.page_checks import check_page
+from tests.sandbox import Sandbox
+
+PAGES = {
+    "index.md": "# A page with nothing wrong\n\nSome prose.\n",
+    "broken_diagram.md": "# A diagram\n\n```mermaid\ngraph LR\n  A -->> ((( B\n```\n",
+    "empty_tab.md": '# Tabs\n\n=== "Filled"\n\n    To read.\n\n=== "Empty"\n\n=== "Filled too"\n\n    More.\n',
+    "low_contrast.md": '# Faint\n\n<p style="color: #c8c8c8">Text too light to read on white.</p>\n',
+    "remote_image.md": '# Remote\n\n<img src="https://cdn.example.com/pixel.png" alt="a pixel from elsewhere">\n',
+}
+
+
+@pytest.fixture(scope="module")
+def broken_site(chromium_here, tmp_path_factory):
+    sandbox = Sandbox(tmp_path_factory.mktemp("broken"), pages=tuple(PAGES))
+    for name, text in PAGES.items():
+        sandbox.write(f"docs/{name}", text)
+    build = sandbox.build()
+    assert build.returncode == 0, build.stderr
+    with serve(sandbox.root / "site") as url:
+        yield url
+
+
+def problems_of(driver, site, page: str) -> str:
+    return "\n".join(check_page(driver, site, page, "light"))
+
+
+def test_a_page_with_nothing_wrong_passes(driver, broken_site):
+    assert problems_of(driver, broken_site, "") == ""
+
+
+def test_a_mermaid_syntax_error_fails_naming_the_page(driver, broken_site):
+    problems = problems_of(driver, broken_site, "broken_diagram/")
+    assert "/broken_diagram/ (light): a mermaid diagram was not drawn" in problems
+
+
+def test_a_tab_with_no_content_fails_naming_the_page(driver, broken_site):
+    problems = problems_of(driver, broken_site, "empty_tab/")
+    assert "/empty_tab/ (light): tab 'Empty' of tab set 1 shows nothing" in problems
+
+
+def test_a_low_contrast_colour_fails_naming_the_page(driver, broken_site):
+    problems = problems_of(driver, broken_site, "low_contrast/")
+    assert "/low_contrast/ (light): axe color-contrast (serious)" in problems
+
+
+def test_a_request_that_leaves_the_site_fails_naming_the_page(driver, broken_site):
+    problems = problems_of(driver, broken_site, "remote_image/")
+    assert "/remote_image/ (light): request leaves the site: https://cdn.example.com/pixel.png" in problems
