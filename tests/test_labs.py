@@ -36,11 +36,12 @@ def describe(outcome):
     return f"cell {outcome['cell']} ({outcome['first_line']!r}, tags {outcome['tags']})"
 
 
-def test_there_are_six_labs():
+def test_there_are_seven_labs():
     assert [lab.stem for lab in LABS] == [
         "backends",
         "benchmark_suite",
         "capture",
+        "custom_op",
         "export",
         "graph_breaks",
         "inductor",
