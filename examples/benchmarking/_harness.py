@@ -10,29 +10,10 @@ import time
 
 import torch
 
+from benchmarking import _profile_diff
 import compile_tools
 
-# --8<-- [start:matmul-kernels]
-# Substrings (lower case) of the GPU kernels that do matrix products: cuBLAS/cuBLASLt GEMMs
-# (ampere_*gemm*, sm90_xmma_gemm_*, nvjet_* on Hopper, cutlass_*), cuDNN convolutions (implicit
-# GEMM, fprop/dgrad/wgrad), the fused attention kernels of SDPA (flash, memory-efficient, cuDNN)
-# and Inductor's own Triton GEMM templates (triton_tem_*). The other Triton kernels Inductor
-# generates are pointwise or reductions, whatever their name says (triton_poi_fused_convolution_0
-# adds a convolution's bias).
-MATMUL_KERNEL_MARKERS = (
-    "gemm", "gemv", "cublas", "cutlass", "nvjet", "xmma", "sm90_", "sm80_", "s16816", "s1688",
-    "splitk", "cudnn", "convolve", "fprop", "dgrad", "wgrad", "depthwise",
-    "flash", "fmha", "attention", "sdpa",
-)  # fmt: skip
-
-
-def is_matmul_kernel(name: str) -> bool:
-    if name.startswith("triton_"):
-        return name.startswith("triton_tem_")
-    return "Kernel2" in name or any(marker in name.lower() for marker in MATMUL_KERNEL_MARKERS)
-
-
-# --8<-- [end:matmul-kernels]
+ROUNDS = 3  # timing rounds, eager and compiled in turn, so that a drift of the GPU hits both alike
 
 
 def _sync(device: torch.device) -> None:
@@ -59,24 +40,6 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     return ((actual - expected).norm() / expected.norm().clamp_min(1e-12)).item()
 
 
-def gpu_profile(step) -> dict:
-    """Kernels launched by one call of step(), and the share of GPU time spent in matmul kernels."""
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        step()
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA]
-    total_us = sum(e.self_device_time_total for e in kernels)
-    matmul_us = sum(e.self_device_time_total for e in kernels if is_matmul_kernel(e.key))
-    return {
-        "kernels": sum(e.count for e in kernels),
-        "gpu_ms": total_us / 1e3,
-        "matmul_share": matmul_us / total_us if total_us else 0.0,
-    }
-
-
 # --8<-- [start:measure]
 def measure(model, make_inputs, *, train=False, mode="default", dtype=torch.bfloat16, loss_fn=default_loss, lr=1e-5):
     """Time eager against torch.compile(model, mode=mode) on the same inputs; returns a dict of results.
@@ -90,7 +53,8 @@ def measure(model, make_inputs, *, train=False, mode="default", dtype=torch.bflo
     inputs = make_inputs()
     args, kwargs = ((), inputs) if isinstance(inputs, dict) else (tuple(inputs), {})
     model.train(train)
-    compiled_model = torch.compile(model, mode=mode)
+    backend = _profile_diff.InductorKeepingGraphs(mode)  # Inductor, as torch.compile(mode=mode) runs it
+    compiled_model = torch.compile(model, backend=backend)
     snapshot = {k: v.detach().clone() for k, v in model.state_dict().items()} if train else None
 
     def make_step(module):
@@ -101,7 +65,8 @@ def measure(model, make_inputs, *, train=False, mode="default", dtype=torch.bflo
                     return module(*args, **kwargs)
 
             return step
-        adamw = {"fused": True} if device.type == "cuda" else {"foreach": True}
+        # capturable: the step counters live on the GPU, so the whole step can be replayed from a CUDA graph
+        adamw = {"fused": True, "capturable": True} if device.type == "cuda" else {"foreach": True}
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, **adamw)
 
         def step():
@@ -114,49 +79,85 @@ def measure(model, make_inputs, *, train=False, mode="default", dtype=torch.bflo
 
         return step
 
-    result = {"mode": "training step" if train else "inference", "compile_mode": mode}
+    result = {"mode": "training step" if train else "inference", "compile_mode": mode, "device": device.type}
+    steps, outputs = {}, {}
     for name, module in (("eager", model), ("compiled", compiled_model)):
         if train and name == "compiled":
             model.load_state_dict(snapshot)  # the compiled step starts from the weights the eager one saw
-        step = make_step(module)
+        steps[name] = step = make_step(module)
         counters = torch._dynamo.utils.counters
-        graphs_before, breaks_before = counters["stats"]["unique_graphs"], dict(counters["graph_break"])
+        breaks_before = dict(counters["graph_break"])
         _sync(device)
         start = time.perf_counter()
-        first_output = first_tensor(step()).clone()  # for the compiled model, this call compiles
+        outputs[name] = first_tensor(step()).clone()  # for the compiled model, this call compiles
         _sync(device)
         result[f"{name}_first_call_s"] = time.perf_counter() - start
-        result[f"{name}_output"] = first_output
         if name == "compiled":
-            result["graphs"] = counters["stats"]["unique_graphs"] - graphs_before
+            result["graphs"] = len(backend.graphs)
             result["graph_breaks"] = [  # Dynamo's reason for each new graph break, first line
                 reason.strip().splitlines()[0][:160]
                 for reason, count in counters["graph_break"].items()
                 if count > breaks_before.get(reason, 0) and reason.strip()
             ]
-        if device.type == "cuda":
+        if device.type == "cuda":  # what one call allocates on top of what it finds (weights, optimizer state)
+            torch.cuda.synchronize()
+            held = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
             step()
             torch.cuda.synchronize()
-            result[f"{name}_peak_gb"] = torch.cuda.max_memory_allocated() / 1e9
-        timing = compile_tools.timing_ms(step)
-        result[f"{name}_ms"], result[f"{name}_p20_ms"], result[f"{name}_p80_ms"] = (
-            timing["median"], timing["p20"], timing["p80"])  # fmt: skip
+            result[f"{name}_call_gb"] = (torch.cuda.max_memory_allocated() - held) / 1e9
+    comparison = _profile_diff.compare(steps["eager"], steps["compiled"], rounds=ROUNDS)
+    for name in steps:
+        side = comparison[name]
+        result[f"{name}_ms"], result[f"{name}_range_ms"] = side["ms"], side["range_ms"]
+        result[f"{name}_launches"], result[f"{name}_busy_ms"] = side["launches"], side["busy_ms"]
+        result[f"{name}_categories"] = side["categories"]
         if device.type == "cuda":
-            for key, value in gpu_profile(step).items():
-                result[f"{name}_{key}"] = value
-        del step  # and with it the eager step's optimizer state
-        gc.collect()
-    eager_output, compiled_output = result.pop("eager_output"), result.pop("compiled_output")
-    result["relative_error"] = relative_error(compiled_output, eager_output)
-    result["output_finite"] = bool(torch.isfinite(compiled_output.float()).all())
-    result["loss"] = eager_output.item() if train else None
+            result[f"{name}_graph_ms"], result[f"{name}_graph_note"] = cuda_graph_ms(steps[name])
+    del steps  # and with them the optimizers' state
+    gc.collect()
+    result["relative_error"] = relative_error(outputs["compiled"], outputs["eager"])
+    result["output_finite"] = bool(torch.isfinite(outputs["compiled"].float()).all())
+    result["loss"] = outputs["eager"].item() if train else None
     result["compile_s"] = result["compiled_first_call_s"]
     result["speedup"] = result["eager_ms"] / result["compiled_ms"]
     return result
 
 
 # --8<-- [end:measure]
+
+
+# --8<-- [start:cuda-graph]
+def cuda_graph_ms(step) -> tuple[float | None, str]:
+    """step() replayed from one CUDA graph: the same kernels, launched by the GPU with no Python and no
+    per-kernel launch from the CPU. Its median ms, or None and the reason when the step can't be captured.
+
+    A step that waits for the GPU (.item(), a data-dependent shape) can't be captured; the sync check
+    finds that before capturing, so a failed capture never leaves the CUDA context in a bad state.
+    """
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        step()
+    except RuntimeError as error:
+        return None, f"not captured: the step synchronizes with the CPU ({str(error).splitlines()[0][:80]})"
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up on a side stream, as capturing requires
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    replay_ms = compile_tools.timing_ms(graph.replay)["median"]
+    del graph
+    torch.cuda.empty_cache()
+    return replay_ms, "replayed from a CUDA graph"
+
+
+# --8<-- [end:cuda-graph]
 
 
 def release(*objects) -> None:
@@ -191,11 +192,11 @@ def geomean(speedups) -> dict:
 
 
 def print_table(rows: list[dict]) -> None:
-    """One line per model: times, speedup, compile time, peak memory and the profiler's evidence."""
-    gpu = "eager_kernels" in rows[0]
+    """One line per model: times (median of rounds), speedup, compile time, memory, and the profile's totals."""
+    gpu = "eager_call_gb" in rows[0]
     header = f"{'model':<14}{'eager ms':>10}{'compiled ms':>13}{'speedup':>9}{'compile s':>11}{'graphs':>8}"
     if gpu:
-        header += f"{'peak GB e/c':>14}{'kernels e/c':>14}{'matmul % e/c':>14}"
+        header += f"{'call GB e/c':>14}{'kernels e/c':>14}{'GPU ms e/c':>15}"
     print(header)
     for r in rows:
         line = (
@@ -203,53 +204,41 @@ def print_table(rows: list[dict]) -> None:
             f"{r['compile_s']:>11.1f}{r['graphs']:>8}"
         )
         if gpu:
-            line += f"{r['eager_peak_gb']:>7.1f}/{r['compiled_peak_gb']:<6.1f}"
-            line += f"{r['eager_kernels']:>7}/{r['compiled_kernels']:<6}"
-            line += f"{100 * r['eager_matmul_share']:>7.0f}/{100 * r['compiled_matmul_share']:<6.0f}"
+            line += f"{r['eager_call_gb']:>7.1f}/{r['compiled_call_gb']:<6.1f}"
+            line += f"{r['eager_launches']:>7}/{r['compiled_launches']:<6}"
+            line += f"{r['eager_busy_ms']:>8.2f}/{r['compiled_busy_ms']:<6.2f}"
         print(line)
+    print("range of the round medians, ms:  " + ";  ".join(
+        f"{r['name']} {r['eager_range_ms'][0]:.2f}-{r['eager_range_ms'][1]:.2f} / "
+        f"{r['compiled_range_ms'][0]:.2f}-{r['compiled_range_ms'][1]:.2f}" for r in rows))  # fmt: skip
 
 
-def likely_reasons(r: dict) -> list[str]:
-    """What the profiler's numbers for one model say about a small speedup (rules of thumb, not proof)."""
-    reasons = []
-    if r["graphs"] > 1:
-        reasons.append(f"{r['graphs']} graphs: graph breaks leave Python, and unfused code, between them")
-    if "eager_matmul_share" in r and r["eager_matmul_share"] > 0.6:
-        reasons.append(
-            "most eager GPU time is in library matmul/conv/attention kernels, which compiling leaves as they are"
-        )
-    if "eager_kernels" in r and r["compiled_kernels"] > 0.7 * r["eager_kernels"]:
-        reasons.append("the compiled model launches nearly as many kernels: little was fused")
-    if "eager_gpu_ms" in r and r["eager_gpu_ms"] < 0.7 * r["eager_ms"]:
-        reasons.append("the GPU is idle for much of an eager call: the time goes to Python and kernel launches")
-    if "compiled_gpu_ms" in r and r["compiled_gpu_ms"] > r["eager_gpu_ms"]:
-        reasons.append(
-            "the compiled kernels take more GPU time than eager's: a generated kernel is slower than the library's"
-        )
-    return reasons or ["none of the rules of thumb applies: profile the two versions kernel by kernel"]
+# --8<-- [start:attribution]
+def host_share(r: dict, side: str) -> float:
+    """The share of a call's wall-clock time in which the GPU had no kernel running (on a CPU: no op)."""
+    return max(0.0, 1 - r[f"{side}_busy_ms"] / r[f"{side}_ms"])
 
 
-# --8<-- [start:outliers]
-def print_outliers(rows: list[dict], below: float = 1.05) -> list[dict]:
-    """For each model that gained less than `below`, the profiler's evidence of where its GPU time went."""
-    outliers = [r for r in rows if r["speedup"] < below]
-    for r in outliers:
-        print(f"{r['name']}: {r['speedup']:.2f}x")
-        for reason in r.get("graph_breaks", []):
-            print(f"  graph break: {reason}")
-        if "eager_kernels" in r:
-            print(f"  GPU kernels per call: eager {r['eager_kernels']}, compiled {r['compiled_kernels']}")
-            print(f"  share of GPU time in matmul/conv/attention kernels: eager {100 * r['eager_matmul_share']:.0f}%, "
-                  f"compiled {100 * r['compiled_matmul_share']:.0f}%")  # fmt: skip
-            print(f"  GPU busy time per call: eager {r['eager_gpu_ms']:.2f} ms, compiled {r['compiled_gpu_ms']:.2f} ms "
-                  f"(wall clock {r['eager_ms']:.2f} / {r['compiled_ms']:.2f} ms)")  # fmt: skip
-        for reason in likely_reasons(r):
-            print(f"  -> {reason}")
-    print(f"{len(outliers)} of {len(rows)} models below {below:.2f}x")
-    return outliers
+def print_attributions(rows: list[dict]) -> None:
+    """For each model, where the speedup came from, in the profile's numbers: GPU work against launches.
+
+    "GPU work" is the busy-time ratio, the speedup if only the kernels' time counted; "idle" is the share
+    of the call in which the GPU waited for the CPU. The categories are the largest changes of GPU time.
+    """
+    for r in rows:
+        unit = "GPU" if r["device"] == "cuda" else "CPU"
+        eager, compiled = r["eager_categories"], r["compiled_categories"]
+        change = {key: compiled.get(key, 0.0) - eager.get(key, 0.0) for key in eager.keys() | compiled.keys()}
+        largest = sorted((key for key in change if abs(change[key]) >= 0.05), key=lambda k: -abs(change[k]))[:3]
+        changes = ", ".join(f"{key} {change[key]:+.2f}" for key in largest)
+        busy, idle = (r["eager_busy_ms"], r["compiled_busy_ms"]), (host_share(r, "eager"), host_share(r, "compiled"))
+        print(f"{r['name']:<14}{r['speedup']:>5.2f}x  {unit} work {busy[0] / busy[1]:.2f}x ({busy[0]:.2f} -> "
+              f"{busy[1]:.2f} ms), {unit} idle {idle[0]:.0%} -> {idle[1]:.0%}, "
+              f"launches {r['eager_launches']} -> {r['compiled_launches']}")  # fmt: skip
+        print(f"{'':<21}largest changes, ms: {changes}")
 
 
-# --8<-- [end:outliers]
+# --8<-- [end:attribution]
 
 
 # --8<-- [start:draw]

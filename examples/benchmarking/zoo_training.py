@@ -10,43 +10,22 @@ import math
 import time
 
 import _harness
-import _zoo
-import torch
+import _zoo_causes
+import _zoo_run
 
 import compile_tools
 
 started = time.perf_counter()
 device = compile_tools.device()
-BUDGET_S = 360  # start no new model after this: compiling a training step takes 20-60 s per model
+BUDGET_S = 420  # start no new model after this: compiling a training step takes 20-60 s per model
 # Eight of the ten: Swin-T and MobileNetV2 are left out to keep the run within a 10-minute job.
 TRAINING_ZOO = ["BERT-base", "GPT-2", "ViT-B/16", "ResNet-50", "DistilBERT", "T5-small", "Llama-4L-1024", "ConvNeXt-T"]
 
 # --8<-- [start:run]
-rows, skipped, failed = [], [], []
-for name in [n for n in TRAINING_ZOO if n in _zoo.ZOO]:
-    if time.perf_counter() - started > BUDGET_S:
-        skipped.append(name)
-        continue
-    model = None
-    try:
-        model = _zoo.build(name, device)
-        make_inputs = _zoo.input_maker(name, model, device, train=True)
-        result = _harness.measure(model, make_inputs, train=True, mode="default", dtype=torch.bfloat16)
-        rows.append({"name": name, **result})
-        print(f"{name:<14} compiled in {result['compile_s']:5.1f} s, {result['graphs']} graph(s), "
-              f"first loss {result['loss']:.3f}, compiled: off by {result['relative_error']:.1e}")  # fmt: skip
-        for reason in result["graph_breaks"]:
-            print(f"{'':<14} graph break: {reason}")
-    except Exception as error:  # one model that fails must not hide the others' results
-        failed.append(name)
-        message = (str(error).splitlines() or ["(no message)"])[0][:200]
-        print(f"{name:<14} FAILED: {type(error).__name__}: {message}")
-    _harness.release(model)
-print("failed:", ", ".join(failed) or "none")
-print("skipped (time budget):", ", ".join(skipped) or "none")
+rows = _zoo_run.run_zoo(TRAINING_ZOO, device, train=True, budget_s=BUDGET_S, started=started)
 # --8<-- [end:run]
 if device.type == "cuda":
-    assert len(rows) >= 8, f"only {len(rows)} models measured; failed {failed}, skipped {skipped}"
+    assert len(rows) >= 8, f"only {len(rows)} models measured; see the run's FAILED and skipped lines"
     for r in rows:
         assert r["graphs"] >= 1, f"{r['name']} was not compiled"
         assert math.isfinite(r["loss"]) and r["output_finite"], f"{r['name']}: the loss is not finite"
@@ -61,9 +40,28 @@ print(f"\ngeomean speedup {spread['geomean']:.2f}x over {spread['n']} models "
       f"(min {spread['min']:.2f}x, max {spread['max']:.2f}x, geometric std {spread['gstd']:.2f})")  # fmt: skip
 # --8<-- [end:table]
 
+# --8<-- [start:attribution]
+_harness.print_attributions(rows)
+# --8<-- [end:attribution]
+
 # --8<-- [start:outliers]
-outliers = _harness.print_outliers(rows)
+outliers = _zoo_causes.outliers(rows)
 # --8<-- [end:outliers]
+
+# --8<-- [start:attention-mask]
+for base in [r for r in outliers if r["name"] in _zoo_causes.MASKED]:
+    fixed = _zoo_causes.mask_experiment(base, device, train=True)
+    if device.type == "cuda":
+        _zoo_causes.check_mask_cause(base, fixed)
+# --8<-- [end:attention-mask]
+
+# --8<-- [start:launches]
+launch_bound = [r for r in outliers if r["name"] not in _zoo_causes.MASKED]
+launches = {r["name"]: _zoo_causes.print_launches(r) for r in launch_bound}
+# --8<-- [end:launches]
+if device.type == "cuda":
+    for r in launch_bound:
+        _zoo_causes.check_launch_cause(r, launches[r["name"]])
 
 # --8<-- [start:plot-data]
 print(json.dumps({"mode": "training step", "models": rows, "geomean": spread}))
