@@ -70,13 +70,13 @@ if GPT2 in outliers:
     padded_vocab = _zoo_run.measure_model(GPT2, device, train=False, vocab_size=50304)
     _zoo_causes.print_change("GPT-2: vocabulary padded to 50304", base, padded_vocab, [BF16_GEMM])
 # --8<-- [end:gpt2]
-    if device.type == "cuda":
-        saved = _zoo_causes.gpu_ms(base, "eager", ELEMENTWISE) - _zoo_causes.gpu_ms(fused_gelu, "eager", ELEMENTWISE)
-        assert saved > 2.0, f"eager's GELU formula costs {saved:.2f} ms of elementwise kernels"
-        assert fused_gelu["speedup"] < _zoo_causes.BAND[1], "a fused eager GELU leaves less for the compiler"
-        saved = _zoo_causes.gpu_ms(base, "eager", BF16_GEMM) - _zoo_causes.gpu_ms(padded_vocab, "eager", BF16_GEMM)
-        assert saved > 2.0, f"the unaligned LM-head GEMM costs eager {saved:.2f} ms"
-        assert padded_vocab["speedup"] < base["speedup"], "an aligned vocabulary leaves less for the compiler"
+if GPT2 in outliers and device.type == "cuda":
+    saved = _zoo_causes.gpu_ms(base, "eager", ELEMENTWISE) - _zoo_causes.gpu_ms(fused_gelu, "eager", ELEMENTWISE)
+    assert saved > 2.0, f"eager's GELU formula costs {saved:.2f} ms of elementwise kernels"
+    assert fused_gelu["speedup"] < _zoo_causes.BAND[1], "a fused eager GELU leaves less for the compiler"
+    saved = _zoo_causes.gpu_ms(base, "eager", BF16_GEMM) - _zoo_causes.gpu_ms(padded_vocab, "eager", BF16_GEMM)
+    assert saved > 2.0, f"the unaligned LM-head GEMM costs eager {saved:.2f} ms"
+    assert padded_vocab["speedup"] < base["speedup"], "an aligned vocabulary leaves less for the compiler"
 
 # --8<-- [start:launches]
 launch_bound = [r for name, r in outliers.items() if name not in (*_zoo_causes.MASKED, GPT2)]
