@@ -49,7 +49,7 @@ if device.type == "cuda":
     assert len(triton_cards) == 3 and all(card["bytes"] for card in triton_cards), cards
 
 def kernel_times_us(fn, calls: int, only: str = "") -> tuple[float, float]:
-    """Median GPU time (us) of the kernels fn() launches whose name contains `only`, over `calls` calls
+    """Median GPU time (us) of the GPU activities of fn() whose name contains `only`, over `calls` calls
     back to back under the profiler, and their spread ((slowest - fastest) / median)."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -84,8 +84,9 @@ if device.type == "cuda":
             kernel_us[event.name] += event.time_range.elapsed_us() / calls
             launches[event.name] += 1
 
-    # The yardstick: a copy (ATen's copy_) that moves as many bytes as the kernel, read and write
-    # together, profiled exactly like the kernels: the same profiler, kernel time only, back to back.
+    # The yardstick: a copy that moves as many bytes as the kernel, read and write together, profiled
+    # exactly like the kernels: the same profiler, GPU time only, back to back. For a contiguous tensor,
+    # ATen's copy_ is a device-to-device cudaMemcpyAsync; the profiler names it "Memcpy DtoD".
     # Four sizes, to see whether the bandwidth depends on how many bytes a kernel moves.
     for moved_mib in (128, 256, 512, 1024):
         src = torch.empty(moved_mib * 2**20 // 2 // 4, device=device)  # float32: read half, write half
@@ -115,7 +116,7 @@ if device.type == "cuda":
         a @ a
         dst.copy_(src)
 
-    copy_after_matmul_us = kernel_times_us(copy_between_matmuls, calls, only="copy")[0]
+    copy_after_matmul_us = kernel_times_us(copy_between_matmuls, calls, only="Memcpy")[0]
     copy_after_matmul_gbps = 2 * src.numel() * 4 / copy_after_matmul_us / 1e3
     print(f"copy moving   256 MiB, each launch after a matmul: median {copy_after_matmul_us:6.1f} us, "
           f"{copy_after_matmul_gbps:,.0f} GB/s")  # fmt: skip
