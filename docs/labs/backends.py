@@ -20,6 +20,7 @@
 # %%
 import statistics
 import time
+import warnings
 
 import compile_tools
 import torch
@@ -111,7 +112,10 @@ def first_and_later_ms(backend, model, x):
 
 # %% tags=["check"]
 timings = {}
-with torch.no_grad():
+# Inductor's on-disk caches off: a cache warmed by an earlier run would let inductor skip compiling,
+# and its first call would then no longer show what compiling costs.
+warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")  # a side effect of that switch
+with torch.no_grad(), torch._inductor.config.patch(force_disable_caches=True):
     first_and_later_ms("eager", model, x)  # untimed: Dynamo's one-time imports would land on the first backend
     for backend in BACKENDS:
         timings[backend] = first_and_later_ms(backend, model, x)
