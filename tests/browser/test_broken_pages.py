@@ -37,21 +37,18 @@ def test_a_page_with_nothing_wrong_passes(driver, broken_site):
     assert problems_of(driver, broken_site, "") == ""
 
 
-def test_a_mermaid_syntax_error_fails_naming_the_page(driver, broken_site):
-    problems = problems_of(driver, broken_site, "broken_diagram/")
-    assert "/broken_diagram/ (light): a mermaid diagram was not drawn" in problems
+# Each broken page, and the problem its check must report, naming the page.
+FAULTS = {
+    "a mermaid syntax error": ("broken_diagram/", "/broken_diagram/ (light): a mermaid diagram was not drawn"),
+    "a tab with no content": ("empty_tab/", "/empty_tab/ (light): tab 'Empty' of tab set 1 shows nothing"),
+    "a low-contrast colour": ("low_contrast/", "/low_contrast/ (light): axe color-contrast (serious)"),
+    "a request that leaves the site": (
+        "remote_image/",
+        "/remote_image/ (light): request leaves the site: https://cdn.example.com/pixel.png",
+    ),
+}
 
 
-def test_a_tab_with_no_content_fails_naming_the_page(driver, broken_site):
-    problems = problems_of(driver, broken_site, "empty_tab/")
-    assert "/empty_tab/ (light): tab 'Empty' of tab set 1 shows nothing" in problems
-
-
-def test_a_low_contrast_colour_fails_naming_the_page(driver, broken_site):
-    problems = problems_of(driver, broken_site, "low_contrast/")
-    assert "/low_contrast/ (light): axe color-contrast (serious)" in problems
-
-
-def test_a_request_that_leaves_the_site_fails_naming_the_page(driver, broken_site):
-    problems = problems_of(driver, broken_site, "remote_image/")
-    assert "/remote_image/ (light): request leaves the site: https://cdn.example.com/pixel.png" in problems
+@pytest.mark.parametrize(("page", "expected"), FAULTS.values(), ids=FAULTS.keys())
+def test_a_broken_page_fails_naming_the_page(driver, broken_site, page, expected):
+    assert expected in problems_of(driver, broken_site, page)
