@@ -9,6 +9,7 @@ WORKDIR /home/docs/project
 RUN docker/setup-image.sh && useradd --create-home docs && chown -R docs:docs /home/docs/project
 USER docs
 # A fresh results folder makes the build re-run every example on this GPU instead of reusing
-# stored outputs: the published site shows only what ran in the image.
-ENV NO_MKDOCS_2_WARNING=1 EXECDOCS_RUN_DIR=/tmp/published-run
+# stored outputs: the published site shows only what ran in the image. CXX=g++: a compiler that
+# links libstdc++ statically makes AOTInductor packages that do not load (deploying/aoti.md).
+ENV NO_MKDOCS_2_WARNING=1 EXECDOCS_RUN_DIR=/tmp/published-run CXX=g++
 CMD ["nox", "--no-venv", "-s", "build"]

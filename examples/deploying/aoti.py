@@ -47,7 +47,7 @@ if len(sys.argv) > 2 and sys.argv[1] == "compile-job":
 import torch
 
 import compile_tools
-from deploying import _model
+from deploying import _libstdcxx, _model, _serve
 
 device = compile_tools.device()
 workdir = Path(tempfile.mkdtemp(prefix="aoti-"))  # the package and its inputs: never inside the repository
@@ -79,50 +79,21 @@ print("head.weight's bytes found inside the .so:", head_weight_inside)
 suffixes = [Path(entry.filename).suffix for entry in entries if "/aotinductor/" in entry.filename]
 assert suffixes.count(".so") == 1, "one shared object: the compiled wrapper, with the weights"
 assert head_weight_inside, "the weights are baked into the shared object"
+wrapper = workdir / "wrapper.so"
+wrapper.write_bytes(shared_object)
+assert _libstdcxx.needs_shared_libstdcxx(wrapper), (
+    "the package's .so carries its own copy of libstdc++, because the compiler in CXX links it statically: "
+    "it will not load into a Python process (docs/deploying/aoti.md, 'A package that does not load'); "
+    "build it with CXX=g++"
+)
 if device.type == "cuda":
     assert ".cubin" in suffixes, "the Triton kernels, compiled to GPU binaries"
 else:
     assert sum(name.endswith(".kernel.cpp") for name in archive.namelist()) == 1, "the C++ kernels' source"
 
 # --8<-- [start:child]
-# What the serving process runs: torch, the package and an input; no model code.
-LOAD_AND_RUN = """
-import json, sys, time
-import torch
-package, input_path, output_path = sys.argv[1:]
-t0 = time.perf_counter()
-import torch._inductor  # the Python side of the loader
-imported = time.perf_counter()
-runner = torch._inductor.aoti_load_package(package)
-loaded = time.perf_counter()
-x = torch.load(input_path)
-try:
-    output = runner(x)
-except RuntimeError as error:
-    print(json.dumps({"error": str(error).splitlines()[0]}))
-    sys.exit(0)
-if x.is_cuda:
-    torch.cuda.synchronize()
-first_call = time.perf_counter()
-torch.save(output, output_path)
-model_code = sorted(name for name in sys.modules if name.startswith("deploying"))
-timings = {"import_inductor_s": imported - t0, "load_s": loaded - imported, "first_call_s": first_call - loaded}
-print(json.dumps({**timings, "model_code": model_code}))
-"""
-
-
-def load_and_run(inputs: torch.Tensor, env: dict | None = None) -> tuple[dict, str, torch.Tensor | None]:
-    """Run the package on `inputs` in a fresh Python process: its JSON line, its stderr, its output."""
-    input_path, output_path = workdir / "input.pt", workdir / "output.pt"
-    output_path.unlink(missing_ok=True)
-    torch.save(inputs, input_path)
-    done = subprocess.run([sys.executable, "-c", LOAD_AND_RUN, package, str(input_path), str(output_path)],
-                          env=env, capture_output=True, text=True, check=True)  # fmt: skip
-    output = torch.load(output_path) if output_path.exists() else None
-    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr, output
-
-
-served, _, served_output = load_and_run(x)
+served, _, served_output = _serve.load_and_run(package, x, workdir)
+assert "error" not in served, f"the package did not run in a fresh process: {served['error']}"
 print("model code imported by the serving process:", served["model_code"] or "none")
 torch.testing.assert_close(served_output, model(x))
 print("its output matches eager: max difference", f"{(served_output - model(x)).abs().max().item():.1e}")
@@ -131,12 +102,13 @@ assert served["model_code"] == [], "the serving process never imported the model
 
 # --8<-- [start:bad-input]
 wrong_batch = torch.randn(16, 64, device=device)  # the package was compiled for 8 rows
-checked, checked_stderr, _ = load_and_run(wrong_batch, env=dict(os.environ, **{CHECK_INPUTS: "1"}))
+checked_env = dict(os.environ, **{CHECK_INPUTS: "1"})
+checked, checked_stderr, _ = _serve.load_and_run(package, wrong_batch, workdir, env=checked_env)
 reason = next(line for line in checked_stderr.splitlines() if "unmatched" in line)
 print(f"with {CHECK_INPUTS}=1, the process's stderr says: {reason.strip()}")
 print(f"  and the call raises RuntimeError: {checked['error']}")
 unchecked_env = {name: value for name, value in os.environ.items() if name != CHECK_INPUTS}
-unchecked, _, unchecked_output = load_and_run(wrong_batch, env=unchecked_env)
+unchecked, _, unchecked_output = _serve.load_and_run(package, wrong_batch, workdir, env=unchecked_env)
 if "error" in unchecked:
     print("without it:", unchecked["error"])
 else:
@@ -155,9 +127,9 @@ with tempfile.TemporaryDirectory() as cache_dir:
     starts = {}
     for start in ("cold", "warm"):  # the warm process finds the cache the cold one filled
         done = subprocess.run([sys.executable, __file__, "compile-job", cache_dir], env=env,
-                              capture_output=True, text=True, check=True)  # fmt: skip
+                              capture_output=True, text=True, check=True, timeout=300)  # fmt: skip
         starts[start] = json.loads(done.stdout.strip().splitlines()[-1])
-aoti_starts = [served] + [load_and_run(x)[0] for _ in range(2)]
+aoti_starts = [served] + [_serve.load_and_run(package, x, workdir)[0] for _ in range(2)]
 aoti = {key: sorted(run[key] for run in aoti_starts)[1] for key in ("import_inductor_s", "load_s", "first_call_s")}
 
 print(f"compiling ahead of time (aoti_compile_and_package): {aoti_compile_s:6.2f} s, once, before deploying")
