@@ -41,7 +41,8 @@ for linkage, compiler in compilers.items():
     }
     print(f"libstdc++ {linkage}: the .so needs libstdc++.so.6: {result['needs_libstdcxx']}; "
           f"std::locale symbols it defines itself: {result['locale_symbols']}")  # fmt: skip
-    print("  loaded and called in a fresh process:", result["error"] or "yes")
+    served_text = f"failed, {result['error']}" if result["error"] else "loaded, called, output returned"
+    print("  in a fresh process:", served_text)
 # --8<-- [end:experiment]
 dynamic, static = results["dynamic"], results["static"]
 assert dynamic["needs_libstdcxx"] and dynamic["locale_symbols"] == 0, "g++ links libstdc++ dynamically"
