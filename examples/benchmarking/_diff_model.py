@@ -28,7 +28,8 @@ class FailureRecordingBackend(_profile_diff.InductorKeepingGraphs):
 
 # --8<-- [start:diff-model]
 def diff_model(model, *args) -> dict:
-    """Profile model(*args) eager and compiled, print the diff and the graphs; returns the counts."""
+    """Profile model(*args) eager and compiled, print the diff and the graphs; returns the counts, and the
+    names of the ops (on a GPU, kernels) each side ran."""
     backend = FailureRecordingBackend()
     compiled_model = torch.compile(model, backend=backend)
     with torch._dynamo.config.patch(suppress_errors=True), torch.no_grad():
@@ -41,7 +42,12 @@ def diff_model(model, *args) -> dict:
     for failure in backend.failures:
         print("  compile failed:", failure)
     _profile_diff.print_diff(eager, compiled)
-    return {"graphs": graphs, "failed": failed}
+    return {
+        "graphs": graphs,
+        "failed": failed,
+        "eager_ops": set(eager.by_kernel()),
+        "compiled_ops": set(compiled.by_kernel()),
+    }
 
 
 # --8<-- [end:diff-model]

@@ -31,11 +31,14 @@ x = torch.randn(64, 256)
 # --8<-- [start:breaks]
 broken = _diff_model.diff_model(TwoHalves(), x)
 # --8<-- [end:breaks]
-assert broken == {"graphs": 2, "failed": 0}, broken
+assert (broken["graphs"], broken["failed"]) == (2, 0), broken
+assert "Inductor C++ kernel" in broken["compiled_ops"], "both halves ran Inductor's kernels"
 
 # --8<-- [start:fails]
 # A machine without the C++ compiler Inductor needs for CPU kernels: compiling fails
 with torch._inductor.config.patch({"cpp.cxx": (None, "no-such-compiler"), "force_disable_caches": True}):
     failing = _diff_model.diff_model(TwoHalves(), x)
 # --8<-- [end:fails]
-assert failing == {"graphs": 1, "failed": 1}, failing  # the failed frame runs eagerly: its break is never reached
+# the failed frame runs eagerly: its break is never reached, and the compiled side runs eager's ops
+assert (failing["graphs"], failing["failed"]) == (1, 1), failing
+assert failing["compiled_ops"] == failing["eager_ops"], failing
