@@ -4,7 +4,6 @@ Run it as it is: `python examples/deploying/aoti.py`. The package is
 loaded in fresh Python processes that import torch and nothing else; `torch.compile`'s cold and
 warm starts run in fresh processes too (this same file, started with the argument `compile-job`).
 """
-# execdocs: devices=cpu
 
 import json
 import os
@@ -103,12 +102,12 @@ assert served["model_code"] == [], "the serving process never imported the model
 
 # --8<-- [start:bad-input]
 wrong_batch = torch.randn(16, 64, device=device)  # the package was compiled for 8 rows
-checked_env = dict(os.environ, **{CHECK_INPUTS: "1"})
+checked_env = _serve.serving_env(**{CHECK_INPUTS: "1"})
 checked, checked_stderr, _ = _serve.load_and_run(package, wrong_batch, workdir, env=checked_env)
 reason = next(line for line in checked_stderr.splitlines() if "unmatched" in line)
 print(f"with {CHECK_INPUTS}=1, the process's stderr says: {reason.strip()}")
 print(f"  and the call raises RuntimeError: {checked['error']}")
-unchecked_env = {name: value for name, value in os.environ.items() if name != CHECK_INPUTS}
+unchecked_env = {name: value for name, value in _serve.serving_env().items() if name != CHECK_INPUTS}
 unchecked, _, unchecked_output = _serve.load_and_run(package, wrong_batch, workdir, env=unchecked_env)
 if "error" in unchecked:
     print("without it:", unchecked["error"])
@@ -120,6 +119,35 @@ else:
 assert "error" in checked and "expected: 8" in reason and "got: 16" in reason, "the check names both sizes"
 if device.type == "cpu":
     assert "error" not in unchecked and not right, "unchecked, the package returns a wrong result silently"
+
+# --8<-- [start:load-time]
+without_setting = {name: value for name, value in os.environ.items() if name != _serve.ISA_SETTING}
+isa_settings = {"as torch loads it": {}, **{f"{_serve.ISA_SETTING}={v}": {_serve.ISA_SETTING: v} for v in "10"}}
+loads = {}
+for label, setting in isa_settings.items():
+    with tempfile.TemporaryDirectory() as empty_cache:  # as on a machine that never ran Inductor
+        env = {**without_setting, **setting, "TORCHINDUCTOR_CACHE_DIR": empty_cache}
+        run, stderr, output = _serve.load_and_run(package, x, workdir, env=env)
+        test_libraries = len(list(Path(empty_cache).rglob("*.so")))  # what the probes compiled
+    assert "error" not in run, f"the package did not load: {run['error']}"
+    builds, build_s = _serve.probe_calls(run, "check_build")
+    mismatch = next((line.split("] ")[-1] for line in stderr.splitlines() if "mismatch" in line), None)
+    loads[label] = {**run, "builds": builds, "libraries": test_libraries, "mismatch": mismatch, "output": output}
+    print(f"{label}, empty Inductor cache: aoti_load_package {run['load_s']:.3f} s")
+    _, pick_s = _serve.probe_calls(run, "pick_vec_isa")
+    print(f"  in pick_vec_isa {pick_s:5.2f} s; in check_build {build_s:5.2f} s, "
+          f"{builds} test programs; libraries left in the cache: {test_libraries}")  # fmt: skip
+    print(f"  the loader's warning: {mismatch or 'none'}")
+# --8<-- [end:load-time]
+default_load, only_base_skipped, no_probe = loads.values()
+_, probe_s = _serve.probe_calls(default_load, "pick_vec_isa")
+assert default_load["builds"] > 0 and default_load["libraries"] > 0, "the default load compiles test programs"
+assert probe_s > default_load["load_s"] / 2, "most of a default load is the ISA probe"
+assert only_base_skipped["builds"] < default_load["builds"], "=1 skips the base test, not the extensions' tests"
+assert no_probe["builds"] == no_probe["libraries"] == 0, "=0 builds no test program"
+assert default_load["load_s"] - no_probe["load_s"] > probe_s / 2, "without the probe, the load saves its time"
+assert "AOTI_CPU_ISA" in no_probe["mismatch"] and not default_load["mismatch"], "the warning is =0's doing"
+torch.testing.assert_close(no_probe["output"], model(x))  # the mismatch is only reported: the package runs as built
 
 # --8<-- [start:timing]
 with tempfile.TemporaryDirectory() as cache_dir:
@@ -138,10 +166,12 @@ print("seconds from `import torch` done to the first output, in a fresh process:
 print(f"  torch.compile, cold cache:  {starts['cold']['first_output_s']:6.2f}  (build, compile, first call)")
 print(f"  torch.compile, warm cache:  {starts['warm']['first_output_s']:6.2f}  "
       f"(FX graph cache hits: {starts['warm']['fxgraph_cache_hit']})")  # fmt: skip
-print(f"  AOTInductor package:        {sum(aoti.values()):6.2f}  (medians of 3 processes:)")
+print(f"  AOTInductor package:        {sum(aoti.values()):6.2f}  ({_serve.ISA_SETTING}=0; medians of 3 processes:)")
 print(f"    import torch._inductor     {aoti['import_inductor_s']:6.3f}")
 print(f"    aoti_load_package          {aoti['load_s']:6.3f}")
 print(f"    first call                 {aoti['first_call_s']:6.3f}")
+default_start = sum(default_load[key] for key in aoti)
+print(f"  AOTInductor package:        {default_start:6.2f}  (as torch loads it, empty cache: above)")
 print(f"importing torch itself took {starts['cold']['import_s']:.2f} s in the cold process")
 # --8<-- [end:timing]
 aoti_first_output = sum(aoti.values())

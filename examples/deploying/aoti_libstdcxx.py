@@ -5,7 +5,6 @@ then loaded in a fresh Python process.
 Run it as it is: `python examples/deploying/aoti_libstdcxx.py`. Linux only: it reads the shared objects
 with readelf and nm.
 """
-# execdocs: devices=cpu
 
 import tempfile
 import zipfile
