@@ -15,11 +15,15 @@ from pathlib import Path
 
 started = time.perf_counter()
 DEPTH, WIDTH, BATCH = 8, 64, 32
+ROUNDS = 5  # eager and compiled timed in turn, so that a slow moment of the machine falls on both
 
 
 # --8<-- [start:job]
 def job(mode: str, artifacts: str) -> None:
     """Compile the model in this fresh process, `full` or `regional`; prints one JSON line."""
+    import copy
+    import statistics
+
     import torch
 
     import compile_tools
@@ -29,6 +33,7 @@ def job(mode: str, artifacts: str) -> None:
     model = _model.build(device, width=WIDTH, depth=DEPTH)
     x = torch.randn(BATCH, WIDTH, device=device)
     expected = model(x)
+    eager = copy.deepcopy(model)  # stays uncompiled: regional compilation changes `model` in place
 
     if mode == "regional-loaded":  # Mega-Cache: what another process compiled, into this empty cache
         torch.compiler.load_cache_artifacts(Path(artifacts).read_bytes())
@@ -51,13 +56,28 @@ def job(mode: str, artifacts: str) -> None:
     counters = torch._dynamo.utils.counters
     result = {
         "compile_s": compile_s,
-        "step_ms": compile_tools.timing_ms(run, x)["median"],
         "dynamo_graphs": counters["stats"]["unique_graphs"],
         "inductor_compiles": counters["inductor"]["fxgraph_cache_miss"],
         "inductor_cache_hits": counters["inductor"]["fxgraph_cache_hit"],
     }
-    if mode == "full":
-        result["eager_step_ms"] = compile_tools.timing_ms(model, x)["median"]
+    with torch.profiler.profile() as profile:  # Dynamo and autograd name their calls in the profile
+        run(x)
+    names = [event.name for event in profile.events()]
+    result["regions_per_call"] = sum(name.startswith("Torch-Compiled Region") for name in names)
+    result["autograd_functions_per_call"] = names.count("CompiledFunction")  # AOTAutograd's autograd.Function
+    result["kernels_per_call"] = compile_tools.gpu_kernel_launches(run, x) if device.type == "cuda" else None
+    for grad in (True, False):  # as called above, then without autograd, as inference should run
+        with torch.set_grad_enabled(grad):
+            run(x)  # without grad, Dynamo compiles once more: grad mode is one of its guards
+            rounds = [(compile_tools.timing_ms(eager, x)["median"], compile_tools.timing_ms(run, x)["median"])
+                      for _ in range(ROUNDS)]  # fmt: skip
+        ratios = [compiled / eager for eager, compiled in rounds]
+        result["grad" if grad else "no_grad"] = {
+            "step_ms": statistics.median(compiled for _, compiled in rounds),
+            "eager_ms": statistics.median(eager for eager, _ in rounds),
+            "ratio": statistics.median(ratios),
+            "ratio_range": f"{min(ratios):.2f}-{max(ratios):.2f}",
+        }
     print(json.dumps(result))
 
 
@@ -85,23 +105,41 @@ with tempfile.TemporaryDirectory() as scratch:
     artifact_kib = os.path.getsize(artifacts) / 1024
 
 print(f"{DEPTH} identical blocks, batch {BATCH} x width {WIDTH}")
-print(f"{'':28}{'full':>10}{'regional':>10}{'+ Mega-Cache':>14}")
-for label, key, fmt in [
+print(f"{'':32}{'full':>10}{'regional':>12}{'+ Mega-Cache':>14}")
+rows = [
     ("Dynamo graphs", "dynamo_graphs", "d"),
     ("Inductor compiles", "inductor_compiles", "d"),
     ("Inductor cache hits", "inductor_cache_hits", "d"),
     ("compile + first call (s)", "compile_s", ".2f"),
-    ("time per call (ms)", "step_ms", ".3f"),
-]:
-    cells = [f"{runs[mode][key]:{width}{fmt}}" for mode, width in zip(runs, (10, 10, 14), strict=True)]
-    print(f"{label:28}" + "".join(cells))
-print(f"eager, time per call: {runs['full']['eager_step_ms']:.3f} ms; cache artifacts: {artifact_kib:.0f} KiB")
+    ("compiled regions per call", "regions_per_call", "d"),
+    ("  autograd functions of them", "autograd_functions_per_call", "d"),
+    ("GPU kernels per call", "kernels_per_call", "d"),
+]
+for grad, heading in (("grad", "with autograd"), ("no_grad", "without (no_grad)")):
+    rows += [
+        (f"{heading}, ms per call", (grad, "step_ms"), ".3f"),
+        ("  eager, same rounds", (grad, "eager_ms"), ".3f"),
+        (f"  compiled / eager, {ROUNDS} rounds", (grad, "ratio"), ".2f"),
+        ("  range of the rounds", (grad, "ratio_range"), ""),
+    ]
+for label, key, fmt in rows:
+    cells = [runs[mode][key] if isinstance(key, str) else runs[mode][key[0]][key[1]] for mode in runs]
+    cells = ["-" if cell is None else f"{cell:{fmt}}" for cell in cells]  # no GPU kernels on the CPU
+    print(f"{label:32}" + "".join(f"{cell:>{width}}" for cell, width in zip(cells, (10, 12, 14), strict=True)))
+print(f"cache artifacts: {artifact_kib:.0f} KiB")
 # --8<-- [end:run-jobs]
 full, regional, loaded = runs["full"], runs["regional"], runs["regional-loaded"]
 assert full["dynamo_graphs"] == 1 and full["inductor_compiles"] == 1, "full: one graph of the whole model"
 assert regional["dynamo_graphs"] == 1 and regional["inductor_compiles"] == 1, "regional: one block, reused"
 assert loaded["inductor_compiles"] == 0 and loaded["inductor_cache_hits"] >= 1, "Mega-Cache: nothing compiled"
 assert loaded["compile_s"] < regional["compile_s"], "the loaded artifacts make the start faster"
+assert full["regions_per_call"] == 1, "full: the whole forward is one compiled region"
+assert regional["regions_per_call"] == loaded["regions_per_call"] == DEPTH, "regional: one region per layer"
+for run in runs.values():
+    assert run["autograd_functions_per_call"] == run["regions_per_call"], "with grad, each region is one"
+    assert run["no_grad"]["ratio"] < run["grad"]["ratio"], "without autograd, compiled gains on eager"
+if full["kernels_per_call"] is not None:
+    assert regional["kernels_per_call"] >= full["kernels_per_call"], "no fusion across two blocks' boundary"
 
 # --8<-- [start:took]
 print(f"this example ran in {time.perf_counter() - started:.0f} s")
