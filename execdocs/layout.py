@@ -9,6 +9,8 @@ EXAMPLES = ROOT / "examples"
 SNIPPETS = ROOT / "snippets"
 # Committed outputs, one folder per device kind: outputs/<device>/<chapter>/<topic>.json
 OUTPUTS = SNIPPETS / "outputs"
+# What `record --twice` found when it ran each example twice: reproduction/<device>/<chapter>/<topic>.json
+REPRODUCTION = SNIPPETS / "reproduction"
 CACHE = ROOT / ".cache"
 VENDOR = CACHE / "vendor"
 INDUCTOR_CACHE = CACHE / "inductor"

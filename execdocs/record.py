@@ -2,8 +2,11 @@
 
     python -m execdocs.record overview            # every example of a chapter
     python -m execdocs.record overview/end_to_end # one example
+    python -m execdocs.record --twice benchmarking/case_study
 
 `nox -s record -- <targets>` calls this; on the GPU image it writes snippets/outputs/cuda/.
+With --twice, each example runs twice and the second run is kept; what the two runs printed for
+every number its pages quote goes to snippets/reproduction/<device>/ (execdocs/reproduction.py).
 """
 
 import argparse
@@ -14,8 +17,10 @@ from pathlib import Path
 from execdocs.environment import machine_device
 from execdocs.examples import Example, all_examples
 from execdocs.layout import CACHE, relative, run_dir
-from execdocs.runner import record
-from execdocs.store import Result, as_json
+from execdocs.reproduction import Report, compare, quoting_pages
+from execdocs.reproduction import save as save_report
+from execdocs.runner import record, record_twice
+from execdocs.store import Result, as_json, load_committed
 
 # A failed recording never replaces a committed output, but what it printed up to the failure is
 # what its author needs (on a GPU machine, often the only chance to see it): it is kept here.
@@ -38,26 +43,62 @@ def select(targets: list[str]) -> list[Example]:
     return chosen
 
 
+def status_line(result: Result, run: str) -> str:
+    status = "ok"
+    if not result.ok:
+        kept = relative(keep_failure(result))
+        status = f"FAILED at {result.error['location']}: {result.error['summary']} (what it printed: {kept})"
+    return f"{result.example:40} {result.device:5} {result.seconds:7.1f} s  {run}{status}"
+
+
+def reproduction_table(report: Report, path: Path) -> str:
+    lines = [f"{report.example} on {report.device}, run twice: {report.summary()} ({relative(path)})"]
+    if report.rows:
+        lines.append(f"  {'page':36} {'number':>10} {'first':>10} {'second':>10} {'diff %':>8}  agrees")
+    for row in report.rows:
+        first, second = ("-" if value is None else f"{value:g}" for value in (row.first, row.second))
+        difference = "-" if row.relative_difference is None else f"{100 * row.relative_difference:+.1f}"
+        agrees = ("yes" if row.agrees else "NO") + (f" ({row.note})" if row.note else "")
+        page = row.page.removeprefix("docs/")
+        lines.append(f"  {page:36} {row.quoted:>10} {first:>10} {second:>10} {difference:>8}  {agrees}")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("targets", nargs="+", help="chapters or <chapter>/<topic> names")
     parser.add_argument("--jobs", type=int, default=1, help="examples run at once (1 keeps GPU timings clean)")
+    parser.add_argument(
+        "--twice",
+        action="store_true",
+        help="run each example twice, keep the second run, and report whether the numbers its pages quote reproduce",
+    )
     arguments = parser.parse_args()
     if run_dir() is not None:
         raise SystemExit("EXECDOCS_RUN_DIR is set: recording writes committed outputs; unset it first.")
     device = machine_device()
+    examples = select(arguments.targets)
+    if arguments.twice:
+        # Read before any GPU time is spent, so that a page's unreadable tolerance stops nothing
+        # halfway, and before the runs replace the recording that the prose quotes.
+        pages = {example.name: quoting_pages(example) for example in examples}
+        before = {example.name: load_committed(example, device) for example in examples}
     started = time.perf_counter()
-    results = record(select(arguments.targets), device, jobs=arguments.jobs)
-    for result in results:
-        status = "ok"
-        if not result.ok:
-            kept = relative(keep_failure(result))
-            status = f"FAILED at {result.error['location']}: {result.error['summary']} (what it printed: {kept})"
-        print(f"{result.example:40} {device:5} {result.seconds:7.1f} s  {status}")
-    print(
-        f"recorded {sum(r.ok for r in results)} of {len(results)} on {device} in {time.perf_counter() - started:.0f} s"
-    )
-    return 0 if all(result.ok for result in results) else 1
+    runs_wanted = 2 if arguments.twice else 1
+    if arguments.twice:
+        attempts = record_twice(examples, device, jobs=arguments.jobs)
+    else:
+        attempts = [[result] for result in record(examples, device, jobs=arguments.jobs)]
+    for attempt in attempts:
+        for number, result in enumerate(attempt, start=1):
+            print(status_line(result, f"run {number} of 2: " if arguments.twice else ""))
+    succeeded = [runs for runs in attempts if len(runs) == runs_wanted and all(run.ok for run in runs)]
+    if arguments.twice:
+        for first, second in succeeded:
+            report = compare(first, second, pages[first.example], before[first.example])
+            print(f"\n{reproduction_table(report, save_report(report))}")
+    print(f"recorded {len(succeeded)} of {len(attempts)} on {device} in {time.perf_counter() - started:.0f} s")
+    return 0 if len(succeeded) == len(attempts) else 1
 
 
 if __name__ == "__main__":

@@ -39,8 +39,8 @@ def usable(example: Example, device: str) -> Result | None:
     return result if result.ok and result.is_fresh() else None
 
 
-def run_now(example: Example, device: str) -> Result:
-    """Run the example in a fresh process and keep its result."""
+def run_now(example: Example, device: str, keep: bool = True) -> Result:
+    """Run the example in a fresh process and, unless told not to, keep its result."""
     env = child_env(EXECDOCS_DEVICE=device)
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # the same code path a CPU-only machine takes
@@ -60,7 +60,8 @@ def run_now(example: Example, device: str) -> Result:
             result = _crash_result(example, device, crashed, stderr)
         else:
             result = Result(**json.loads(destination.read_text()))
-    store.save(result)
+    if keep:
+        store.save(result)
     log.info(f"ran {example.display_path} on {device} in {result.seconds:.1f} s: {'ok' if result.ok else 'FAILED'}")
     return result
 
@@ -99,8 +100,28 @@ def ensure_all(pairs: list[tuple[Example, str]], jobs: int = 2) -> dict[tuple[st
     return {(example.name, device): result for (example, device), result in zip(unique, results, strict=True)}
 
 
-def record(examples: list[Example], device: str, jobs: int = 1) -> list[Result]:
-    """Re-run these examples on this machine's device whatever the store holds (`nox -s record`)."""
+def _each_on(examples: list[Example], device: str, jobs: int, run):
     targets = [example for example in examples if example.runs_on(device)]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda example: run_now(example, device), targets))
+        return list(pool.map(run, targets))
+
+
+def record(examples: list[Example], device: str, jobs: int = 1) -> list[Result]:
+    """Re-run these examples on this machine's device whatever the store holds (`nox -s record`)."""
+    return _each_on(examples, device, jobs, lambda example: run_now(example, device))
+
+
+def run_twice(example: Example, device: str) -> list[Result]:
+    """Run the example twice, each time in a fresh process; keep the second result if both succeed."""
+    first = run_now(example, device, keep=False)
+    if not first.ok:
+        return [first]  # a second run can't make up for it: spare the GPU time
+    second = run_now(example, device, keep=False)
+    if second.ok:
+        store.save(second)
+    return [first, second]
+
+
+def record_twice(examples: list[Example], device: str, jobs: int = 1) -> list[list[Result]]:
+    """`record`, with each example run twice in a row (`nox -s record -- --twice`): the runs made of each."""
+    return _each_on(examples, device, jobs, lambda example: run_twice(example, device))

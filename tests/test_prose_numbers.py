@@ -4,8 +4,7 @@ the example's own source (an assert's threshold), or in a line that cites an out
 a link (a published result). Re-recording an example whose numbers the prose quotes then fails
 here, instead of leaving the prose quoting a run that no longer exists.
 
-Only numbers with three or more significant digits are checked: "1.2x" is usually a threshold or
-a rounded description, "0.0148" is a measurement.
+Which numbers count as quoted (three or more significant digits) is execdocs/prose_numbers.py's rule.
 """
 
 import re
@@ -16,22 +15,9 @@ import pytest
 from execdocs import store
 from execdocs.layout import DOCS, relative
 from execdocs.pages import page_references
+from execdocs.prose_numbers import quoted_numbers
 
-NUMBER = re.compile(r"(?<![\w.])(\d+\.\d+)(?![\w.]*\d)")
-VERSION = re.compile(r"\b(?:torch|Python|triton|CUDA|PyTorch|sm_)\s?\d+\.\d+(?:\.\d+)?", re.I)
 CITATION_LINE = re.compile(r"\]\(https?://")
-
-
-def significant_digits(number: str) -> int:
-    return len(number.replace(".", "").lstrip("0"))
-
-
-def prose(markdown: str) -> str:
-    """The page without fenced blocks, inline code, link targets and version numbers."""
-    text = re.sub(r"^(`{3,}|~{3,}).*?^\1", "", markdown, flags=re.S | re.M)
-    text = re.sub(r"`[^`\n]*`", "", text)
-    text = re.sub(r"\]\([^)]*\)", "]", text)
-    return VERSION.sub("", text)
 
 
 def sources_of_numbers(path: Path) -> str:
@@ -51,7 +37,7 @@ PAGES = sorted(DOCS.rglob("*.md"))
 
 @pytest.mark.parametrize("path", PAGES, ids=[relative(path) for path in PAGES])
 def test_quoted_numbers_come_from_the_outputs(path):
-    quoted = [n for n in NUMBER.findall(prose(path.read_text())) if significant_digits(n) >= 3]
+    quoted = quoted_numbers(path.read_text())
     known = sources_of_numbers(path)
     unknown = sorted({n for n in quoted if n not in known})
     assert not unknown, (

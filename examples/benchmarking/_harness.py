@@ -7,13 +7,12 @@ your own model: it needs torch and `compile_tools` only (matplotlib for `draw_sp
 import gc
 import math
 import time
+from collections import defaultdict
 
 import torch
 
 from benchmarking import _profile_diff
 import compile_tools
-
-ROUNDS = 3  # timing rounds, eager and compiled in turn, so that a drift of the GPU hits both alike
 
 
 def _sync(device: torch.device) -> None:
@@ -106,21 +105,22 @@ def measure(model, make_inputs, *, train=False, mode="default", dtype=torch.bflo
             step()
             torch.cuda.synchronize()
             result[f"{name}_call_gb"] = (torch.cuda.max_memory_allocated() - held) / 1e9
-    comparison = _profile_diff.compare(steps["eager"], steps["compiled"], rounds=ROUNDS)
+    comparison = _profile_diff.compare(steps["eager"], steps["compiled"])
+    result["speedup"], result["speedup_range"] = comparison["speedup"], comparison["speedup_range"]
     for name in steps:
         side = comparison[name]
-        result[f"{name}_ms"], result[f"{name}_range_ms"] = side["ms"], side["range_ms"]
-        result[f"{name}_launches"], result[f"{name}_busy_ms"] = side["launches"], side["busy_ms"]
-        result[f"{name}_categories"] = side["categories"]
+        for key in ("ms", "range_ms", "host_ms", "busy_ms", "launches", "categories", "bound"):
+            result[f"{name}_{key}"] = side[key]
         if device.type == "cuda":
-            result[f"{name}_graph_ms"], result[f"{name}_graph_note"] = cuda_graph_ms(steps[name])
+            replay = replay_from_cuda_graph(steps[name], side["profile"])
+            for key, value in replay.items():
+                result[f"{name}_graph_{key}"] = value
     del steps  # and with them the optimizers' state
     gc.collect()
     result["relative_error"] = relative_error(outputs["compiled"], outputs["eager"])
     result["output_finite"] = bool(torch.isfinite(outputs["compiled"].float()).all())
     result["loss"] = outputs["eager"].item() if train else None
     result["compile_s"] = result["compiled_first_call_s"]
-    result["speedup"] = result["eager_ms"] / result["compiled_ms"]
     return result
 
 
@@ -128,9 +128,11 @@ def measure(model, make_inputs, *, train=False, mode="default", dtype=torch.bflo
 
 
 # --8<-- [start:cuda-graph]
-def cuda_graph_ms(step) -> tuple[float | None, str]:
-    """step() replayed from one CUDA graph: the same kernels, launched by the GPU with no Python and no
-    per-kernel launch from the CPU. Its median ms, or None and the reason when the step can't be captured.
+def replay_from_cuda_graph(step, step_profile) -> dict:
+    """step() replayed from one CUDA graph: the kernels of one call, launched by the GPU with no Python and
+    no per-kernel launch from the CPU. Returns the replay's median ms and its GPU busy time, the kernels the
+    replay ran that the step does not (code can take another path while a graph is captured), and a note;
+    ms is None, with the reason in the note, when the step can't be captured.
 
     A step that waits for the GPU (.item(), a data-dependent shape) can't be captured; the sync check
     finds that before capturing, so a failed capture never leaves the CUDA context in a bad state.
@@ -139,7 +141,8 @@ def cuda_graph_ms(step) -> tuple[float | None, str]:
     try:
         step()
     except RuntimeError as error:
-        return None, f"not captured: the step synchronizes with the CPU ({str(error).splitlines()[0][:80]})"
+        note = f"not captured: the step synchronizes with the CPU ({str(error).splitlines()[0][:80]})"
+        return {"ms": None, "busy_ms": None, "new_kernels": [], "note": note}
     finally:
         torch.cuda.set_sync_debug_mode("default")
     stream = torch.cuda.Stream()
@@ -152,9 +155,30 @@ def cuda_graph_ms(step) -> tuple[float | None, str]:
     with torch.cuda.graph(graph):
         step()
     replay_ms = compile_tools.timing_ms(graph.replay)["median"]
+    kernels = replayed_kernels_ms(graph.replay)
     del graph
     torch.cuda.empty_cache()
-    return replay_ms, "replayed from a CUDA graph"
+    stepped = {launch.kernel for launch in step_profile.launches}
+    new = sorted(((name, ms) for name, ms in kernels.items() if name not in stepped), key=lambda item: -item[1])
+    note = "replayed from a CUDA graph" + (", with kernels the step does not run" if new else "")
+    return {"ms": replay_ms, "busy_ms": sum(kernels.values()), "new_kernels": new[:3], "note": note}
+
+
+def replayed_kernels_ms(replay, calls: int = 3) -> dict[str, float]:
+    """GPU ms per replay of each kernel in a CUDA graph, from torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    replay()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            replay()
+        torch.cuda.synchronize()
+    kernels = defaultdict(float)
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            kernels[event.name] += event.time_range.elapsed_us() / 1e3 / calls
+    return dict(kernels)
 
 
 # --8<-- [end:cuda-graph]
@@ -191,32 +215,61 @@ def geomean(speedups) -> dict:
 # --8<-- [end:geomean]
 
 
+# --8<-- [start:table]
 def print_table(rows: list[dict]) -> None:
-    """One line per model: times (median of rounds), speedup, compile time, memory, and the profile's totals."""
-    gpu = "eager_call_gb" in rows[0]
-    header = f"{'model':<14}{'eager ms':>10}{'compiled ms':>13}{'speedup':>9}{'compile s':>11}{'graphs':>8}"
-    if gpu:
-        header += f"{'call GB e/c':>14}{'kernels e/c':>14}{'GPU ms e/c':>15}"
+    """Two tables, one line per model. Time per call: the paired speedup with the 10th-90th percentiles of
+    its pairs, and for each side the wall-clock ms of a call, the host's part of it (Python and launches),
+    the GPU's busy ms, and which of the two sets the pace. What a call does: compile time, graphs, kernels,
+    memory, and each step replayed from a CUDA graph."""
+    unit = "GPU" if rows[0]["device"] == "cuda" else "CPU"
+    print(f"{'':<14}{'speedup':>8}{'p10-p90':>12}  {'eager: ms':>9}{'host':>7}{unit:>7}  {'':<13}"
+          f"{'compiled: ms':>12}{'host':>7}{unit:>7}")  # fmt: skip
+    for r in rows:
+        low, high = r["speedup_range"]
+        sides = "".join(
+            f"{r[f'{side}_ms']:>{width}.2f}{r[f'{side}_host_ms']:>7.2f}{r[f'{side}_busy_ms']:>7.2f}  "
+            f"{r[f'{side}_bound']:<13}"
+            for side, width in (("eager", 9), ("compiled", 12))
+        )
+        print(f"{r['name']:<14}{r['speedup']:>7.2f}x{low:>6.2f}-{high:<5.2f}  {sides}".rstrip())
+    print()
+    header = f"{'':<14}{'compile s':>10}{'graphs':>8}{'kernels e/c':>14}"
+    if unit == "GPU":
+        header += f"{'call GB e/c':>14}{'replay ms e/c':>16}"
     print(header)
     for r in rows:
-        line = (
-            f"{r['name']:<14}{r['eager_ms']:>10.2f}{r['compiled_ms']:>13.2f}{r['speedup']:>8.2f}x"
-            f"{r['compile_s']:>11.1f}{r['graphs']:>8}"
-        )
-        if gpu:
+        line = f"{r['name']:<14}{r['compile_s']:>10.1f}{r['graphs']:>8}"
+        line += f"{r['eager_launches']:>7}/{r['compiled_launches']:<6}"
+        if unit == "GPU":
             line += f"{r['eager_call_gb']:>7.1f}/{r['compiled_call_gb']:<6.1f}"
-            line += f"{r['eager_launches']:>7}/{r['compiled_launches']:<6}"
-            line += f"{r['eager_busy_ms']:>8.2f}/{r['compiled_busy_ms']:<6.2f}"
-        print(line)
-    print("range of the round medians, ms:  " + ";  ".join(
-        f"{r['name']} {r['eager_range_ms'][0]:.2f}-{r['eager_range_ms'][1]:.2f} / "
-        f"{r['compiled_range_ms'][0]:.2f}-{r['compiled_range_ms'][1]:.2f}" for r in rows))  # fmt: skip
+            line += f"{replay_cell(r, 'eager'):>9}/{replay_cell(r, 'compiled'):<7}"
+        print(line.rstrip())
+    for r in rows:
+        for side in ("eager", "compiled") if unit == "GPU" else ():
+            if r[f"{side}_graph_new_kernels"]:
+                kernels = ", ".join(f"{name[:50]} {ms:.2f} ms" for name, ms in r[f"{side}_graph_new_kernels"])
+                print(f"* {r['name']} {side}, replayed: GPU busy {r[f'{side}_graph_busy_ms']:.2f} ms against "
+                      f"{r[f'{side}_busy_ms']:.2f} ms stepped; kernels the step does not run: {kernels}")  # fmt: skip
+
+
+def replay_cell(r: dict, side: str) -> str:
+    """A replay's ms, starred when the replay ran kernels the step does not (the footnote names them)."""
+    ms = r[f"{side}_graph_ms"]
+    return "-" if ms is None else f"{ms:.2f}" + ("*" if r[f"{side}_graph_new_kernels"] else "")
+
+
+# --8<-- [end:table]
 
 
 # --8<-- [start:attribution]
 def host_share(r: dict, side: str) -> float:
     """The share of a call's wall-clock time in which the GPU had no kernel running (on a CPU: no op)."""
     return max(0.0, 1 - r[f"{side}_busy_ms"] / r[f"{side}_ms"])
+
+
+def gpu_work_ratio(r: dict) -> float:
+    """Eager's busy time over compiled's: the speedup if only the kernels' time counted."""
+    return r["eager_busy_ms"] / r["compiled_busy_ms"]
 
 
 def print_attributions(rows: list[dict]) -> None:
@@ -232,7 +285,7 @@ def print_attributions(rows: list[dict]) -> None:
         largest = sorted((key for key in change if abs(change[key]) >= 0.05), key=lambda k: -abs(change[k]))[:3]
         changes = ", ".join(f"{key} {change[key]:+.2f}" for key in largest)
         busy, idle = (r["eager_busy_ms"], r["compiled_busy_ms"]), (host_share(r, "eager"), host_share(r, "compiled"))
-        print(f"{r['name']:<14}{r['speedup']:>5.2f}x  {unit} work {busy[0] / busy[1]:.2f}x ({busy[0]:.2f} -> "
+        print(f"{r['name']:<14}{r['speedup']:>5.2f}x  {unit} work {gpu_work_ratio(r):.2f}x ({busy[0]:.2f} -> "
               f"{busy[1]:.2f} ms), {unit} idle {idle[0]:.0%} -> {idle[1]:.0%}, "
               f"launches {r['eager_launches']} -> {r['compiled_launches']}")  # fmt: skip
         print(f"{'':<21}largest changes, ms: {changes}")
@@ -243,7 +296,8 @@ def print_attributions(rows: list[dict]) -> None:
 
 # --8<-- [start:draw]
 def draw_speedups(data: dict):
-    """A horizontal bar per model (compiled speedup over eager), with the geomean and the 1x line."""
+    """A horizontal bar per model (compiled speedup over eager) with the 10th-90th percentiles of its pairs,
+    a dot for its GPU-work ratio (the speedup if only the kernels' time counted), the geomean and the 1x line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -252,17 +306,22 @@ def draw_speedups(data: dict):
     rows = data["models"]
     names = [r["name"] for r in rows]
     speedups = [r["speedup"] for r in rows]
-    fig, ax = plt.subplots(figsize=(7, 0.4 * len(rows) + 1.4))
+    fig, ax = plt.subplots(figsize=(7, 0.4 * len(rows) + 1.7))
     colors = ["#1f77b4" if s >= 1.05 else "#d62728" for s in speedups]
-    bars = ax.barh(names, speedups, color=colors)
-    ax.bar_label(bars, labels=[f"{s:.2f}x" for s in speedups], padding=3, color="black", fontsize=9)
+    below = [r["speedup"] - r["speedup_range"][0] for r in rows]
+    above = [r["speedup_range"][1] - r["speedup"] for r in rows]
+    bars = ax.barh(names, speedups, color=colors, xerr=[below, above], error_kw={"ecolor": "black", "capsize": 3})
+    ax.bar_label(bars, labels=[f"{s:.2f}x" for s in speedups], padding=8, color="black", fontsize=9)
+    work = [gpu_work_ratio(r) for r in rows]
+    ax.plot(work, names, "D", color="#ff7f0e", markeredgecolor="black", label="work ratio (busy time)")
     ax.invert_yaxis()
     ax.axvline(1.0, color="black", linewidth=1)
     g = data["geomean"]
     ax.axvline(g["geomean"], color="#2ca02c", linestyle="--", label=f"geomean {g['geomean']:.2f}x")
-    ax.set_xlim(0, max(speedups + [1.0]) * 1.2)
-    ax.set_xlabel(f"speedup of torch.compile over eager, {data['mode']} (higher is better)", color="black")
-    ax.barh([], [], color="#d62728", label="below 1.05x")
+    ax.set_xlim(0, max(speedups + work + [r["speedup_range"][1] for r in rows]) * 1.25)
+    ax.set_xlabel(f"speedup of torch.compile over eager, {data['mode']} (higher is better)\n"
+                  "bar: paired wall clock, whiskers: 10th-90th percentile of the pairs", color="black")  # fmt: skip
+    ax.add_patch(matplotlib.patches.Rectangle((0, 0), 0, 0, color="#d62728", label="below 1.05x"))
     ax.legend(loc="lower right", frameon=False, labelcolor="black")
     ax.tick_params(colors="black")
     for spine in ax.spines.values():

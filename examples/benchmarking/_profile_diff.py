@@ -14,8 +14,9 @@ it needs nothing but torch.
 
 import functools
 import linecache
-import statistics
 import re
+import statistics
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -166,7 +167,7 @@ def call_lines(path: str) -> list[tuple[int, str]]:
 
 
 def triton_call_site(kernel: str) -> str:
-    """"file:line" of the call() line that runs an Inductor Triton kernel, found by the kernel's name."""
+    """ "file:line" of the call() line that runs an Inductor Triton kernel, found by the kernel's name."""
     for file in output_code_files():
         line = next((n for n, text in call_lines(file) if f"{kernel}.run(" in text), None)
         if line:
@@ -379,29 +380,66 @@ def inputs_device(inputs: dict) -> str:
     return next(value.device.type for value in inputs.values() if isinstance(value, torch.Tensor))
 
 
-def compare(eager_step, compiled_step, *, rounds: int = 5) -> dict:
-    """Eager against compiled: wall-clock ms as the median of `rounds` interleaved timing rounds (with
-    their range, since a GPU's speed drifts between runs), and each side's profile, filed by category."""
-    import compile_tools
+def time_call(step, synchronize) -> tuple[float, float]:
+    """(host ms, wall ms) of one call from an idle GPU: the time until step() returns, which is Python
+    and the launches of its kernels, and the time until the GPU has finished them."""
+    synchronize()
+    start = time.perf_counter()
+    step()
+    returned = time.perf_counter()
+    synchronize()
+    return (returned - start) * 1e3, (time.perf_counter() - start) * 1e3
 
+
+def paired_times(steps: dict, *, pairs: int, block_ms: float) -> dict:
+    """Host and wall ms of every call, in pairs: each pair times a block of calls of one side, then a block
+    of the other (the order alternates), so that both sides of a pair see the same speed of the host."""
+    synchronize = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    for step in steps.values():  # warm-up, and an estimate of one call's time, to size the blocks
+        time_call(step, synchronize)
+    calls = max(1, round(block_ms / max(time_call(step, synchronize)[1] for step in steps.values())))
+    times = {name: [] for name in steps}  # name -> one list per pair of (host ms, wall ms), one per call
+    names = list(steps)
+    for pair in range(pairs):
+        for name in names if pair % 2 == 0 else names[::-1]:
+            times[name].append([time_call(steps[name], synchronize) for _ in range(calls)])
+    return times
+
+
+def compare(eager_step, compiled_step, *, pairs: int = 21, block_ms: float = 20.0) -> dict:
+    """Eager against compiled, paired: the speedup is the median of the per-pair ratios of wall-clock time,
+    with the 10th and 90th percentiles of those ratios; for each side, the median wall-clock and host
+    (enqueue) ms of a call, the GPU's busy time from a profile, and which of the two bounds the call."""
     steps = {"eager": eager_step, "compiled": compiled_step}
-    medians = {name: [] for name in steps}
-    for _ in range(rounds):
-        for name, step in steps.items():
-            medians[name].append(compile_tools.timing_ms(step)["median"])
-    result = {}
+    times = paired_times(steps, pairs=pairs, block_ms=block_ms)
+    medians = {name: [statistics.median(wall for _, wall in block) for block in times[name]] for name in steps}
+    ratios = sorted(e / c for e, c in zip(medians["eager"], medians["compiled"], strict=True))
+    deciles = statistics.quantiles(ratios, n=10)
+    result = {"speedup": statistics.median(ratios), "speedup_range": (deciles[0], deciles[-1]), "pairs": pairs}
     for name, step in steps.items():
         profile = profile_step(step)
-        result[name] = {
-            "ms": statistics.median(medians[name]),
+        calls = [call for block in times[name] for call in block]
+        side = {
+            "ms": statistics.median(wall for _, wall in calls),
             "range_ms": (min(medians[name]), max(medians[name])),
+            "host_ms": statistics.median(host for host, _ in calls),
             "busy_ms": profile.per_call_ms(),
             "launches": round(len(profile.launches) / profile.calls),
             "categories": profile.by_category(),
             "profile": profile,
         }
-    result["speedup"] = result["eager"]["ms"] / result["compiled"]["ms"]
+        result[name] = {**side, "bound": bound(side, profile.device)}
     return result
+
+
+def bound(side: dict, device: str) -> str:
+    """What sets a call's wall-clock time: the GPU's work (busy most of the call), the host's launches
+    (still enqueueing for most of it), or both in turn. On a CPU every op runs as it is called."""
+    if device != "cuda":
+        return "CPU"
+    if side["busy_ms"] >= 0.8 * side["ms"]:
+        return "GPU-bound"
+    return "launch-bound" if side["host_ms"] >= 0.8 * side["ms"] else "mixed"
 
 
 # --8<-- [end:compare]
