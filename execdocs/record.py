@@ -5,8 +5,10 @@
     python -m execdocs.record --twice benchmarking/case_study
 
 `nox -s record -- <targets>` calls this; on the GPU image it writes snippets/outputs/cuda/.
-With --twice, each example runs twice and the second run is kept; what the two runs printed for
-every number its pages quote goes to snippets/reproduction/<device>/ (execdocs/reproduction.py).
+With --twice, each example runs twice and the second run is kept; what the first run printed goes
+to snippets/reproduction/<device>/, against which the pages compare the numbers their prose quotes
+(execdocs/reproduction.py). The command ends with that comparison, made against the prose as it
+reads before the runs.
 """
 
 import argparse
@@ -17,10 +19,10 @@ from pathlib import Path
 from execdocs.environment import machine_device
 from execdocs.examples import Example, all_examples
 from execdocs.layout import CACHE, relative, run_dir
-from execdocs.reproduction import Report, compare, quoting_pages
+from execdocs.reproduction import make_report, quoting_pages, report_text
 from execdocs.reproduction import save as save_report
 from execdocs.runner import record, record_twice
-from execdocs.store import Result, as_json, load_committed
+from execdocs.store import Result, as_json
 
 # A failed recording never replaces a committed output, but what it printed up to the failure is
 # what its author needs (on a GPU machine, often the only chance to see it): it is kept here.
@@ -51,19 +53,6 @@ def status_line(result: Result, run: str) -> str:
     return f"{result.example:40} {result.device:5} {result.seconds:7.1f} s  {run}{status}"
 
 
-def reproduction_table(report: Report, path: Path) -> str:
-    lines = [f"{report.example} on {report.device}, run twice: {report.summary()} ({relative(path)})"]
-    if report.rows:
-        lines.append(f"  {'page':36} {'number':>10} {'first':>10} {'second':>10} {'diff %':>8}  agrees")
-    for row in report.rows:
-        first, second = ("-" if value is None else f"{value:g}" for value in (row.first, row.second))
-        difference = "-" if row.relative_difference is None else f"{100 * row.relative_difference:+.1f}"
-        agrees = ("yes" if row.agrees else "NO") + (f" ({row.note})" if row.note else "")
-        page = row.page.removeprefix("docs/")
-        lines.append(f"  {page:36} {row.quoted:>10} {first:>10} {second:>10} {difference:>8}  {agrees}")
-    return "\n".join(lines)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("targets", nargs="+", help="chapters or <chapter>/<topic> names")
@@ -79,10 +68,8 @@ def main() -> int:
     device = machine_device()
     examples = select(arguments.targets)
     if arguments.twice:
-        # Read before any GPU time is spent, so that a page's unreadable tolerance stops nothing
-        # halfway, and before the runs replace the recording that the prose quotes.
+        # Read before any GPU time is spent, so that a page's unreadable tolerance stops nothing halfway.
         pages = {example.name: quoting_pages(example) for example in examples}
-        before = {example.name: load_committed(example, device) for example in examples}
     started = time.perf_counter()
     runs_wanted = 2 if arguments.twice else 1
     if arguments.twice:
@@ -95,8 +82,8 @@ def main() -> int:
     succeeded = [runs for runs in attempts if len(runs) == runs_wanted and all(run.ok for run in runs)]
     if arguments.twice:
         for first, second in succeeded:
-            report = compare(first, second, pages[first.example], before[first.example])
-            print(f"\n{reproduction_table(report, save_report(report))}")
+            report = make_report(first, second)
+            print(f"\n{report_text(report, second, pages[first.example], save_report(report))}")
     print(f"recorded {len(succeeded)} of {len(attempts)} on {device} in {time.perf_counter() - started:.0f} s")
     return 0 if len(succeeded) == len(attempts) else 1
 

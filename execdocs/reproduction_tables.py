@@ -5,9 +5,10 @@
     show_reproduction("benchmarking")
     ```
 
-One table for each example with a recording on the device: every number its pages quote, as
-each of the two runs printed it. An example never checked twice, or re-recorded since its check,
-says so and names the command; neither fails the build: the check informs authors, it gates nothing.
+One table for each example with a recording on the device: every number its pages quote as they
+read now, found in the recording (the second run) and read at the same place in the first run
+(execdocs/reproduction.py). An example never checked twice, or re-recorded since its check, says
+so and names the command; neither fails the build: the check informs authors, it gates nothing.
 """
 
 from html import escape
@@ -15,9 +16,9 @@ from html import escape
 from execdocs import store
 from execdocs.examples import Example, all_examples
 from execdocs.render import print_to_block
-from execdocs.reproduction import Report, Row, load
+from execdocs.reproduction import Report, Row, load, quoting_pages, rows, summary
 
-COLUMNS = ("Page", "Number", "Section", "First run", "Second run", "Difference", "Agrees")
+COLUMNS = ("Page", "Quoted", "First run", "Second run (committed)", "Difference", "Agrees")
 
 
 def twice_command(example: Example, device: str) -> str:
@@ -29,23 +30,13 @@ def _admonition(kind: str, title: str, text: str) -> str:
     return f'<div class="admonition {kind}">\n<p class="admonition-title">{title}</p>\n<p>{text}</p>\n</div>'
 
 
-def _percent(fraction: float) -> str:
-    return f"{100 * fraction:g}%"
-
-
 def _cells(row: Row) -> list[str]:
-    first, second = ("–" if value is None else f"{value:g}" for value in (row.first, row.second))
-    difference = row.relative_difference
-    if row.agrees:
-        verdict = f"yes, within {_percent(row.tolerance)}"
-    elif difference is not None and abs(difference) > row.tolerance:
-        verdict = f"no, beyond {_percent(row.tolerance)}"
-    else:
-        verdict = "no"
-    verdict += f"; {row.note}" if row.note else ""
+    section, line, token = row.place
+    where = f"section {section}, line {line + 1}, number {token + 1}"
+    quoted = f'<span title="{escape(where)}">{row.quoted}</span>'
+    difference = "–" if row.relative_difference is None else f"{100 * row.relative_difference:+.1f}%"
     page = f"<code>{escape(row.page.removeprefix('docs/'))}</code>"
-    shown_difference = "–" if difference is None else f"{100 * difference:+.1f}%"
-    return [page, row.quoted, escape(row.section), first, second, shown_difference, escape(verdict)]
+    return [page, quoted, row.shown(row.first), row.shown(row.second), difference, escape(row.verdict)]
 
 
 def _runs(report: Report) -> str:
@@ -57,27 +48,29 @@ def _runs(report: Report) -> str:
     return " · ".join([*runs, escape(where)])
 
 
-def _table(report: Report) -> str:
+def _table(found: list[Row]) -> str:
     head = "".join(f"<th>{column}</th>" for column in COLUMNS)
-    body = "\n".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in _cells(row)) + "</tr>" for row in report.rows)
+    body = "\n".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in _cells(row)) + "</tr>" for row in found)
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
 
 
 def example_html(example: Example, device: str) -> str:
-    """The example's report, or what keeps it from being shown and the command that makes one."""
+    """The example's check against its pages' prose as they read now, or why there is none and the command to run."""
     name = f"<code>{example.display_path}</code>"
     command = f"<code>{twice_command(example, device)}</code>"
     report = load(example, device)
     if report is None:
         return _admonition("note", name, f"Not checked twice yet: run {command} to check it.")
-    if not report.checked(store.load_committed(example, device)):
+    recording = store.load_committed(example, device)
+    if not report.checked(recording):
         return _admonition("warning", name, f"Re-recorded since this check: run {command} again.")
-    table = f"\n{_table(report)}" if report.rows else ""
-    return f'<p>{name}: {report.summary()}.</p>{table}\n<p class="execdocs-stamp">{_runs(report)}</p>'
+    found = rows(report, recording, quoting_pages(example))
+    table = f"\n{_table(found)}" if found else ""
+    return f'<p>{name}: {summary(found)}.</p>{table}\n<p class="execdocs-stamp">{_runs(report)}</p>'
 
 
 def show_reproduction(chapter: str, device: str = "cuda") -> None:
-    """For each example of the chapter recorded on `device`, what two runs of it printed for every number quoted."""
+    """For each example of the chapter recorded on `device`, both runs' numbers for every number its pages quote."""
     examples = [
         example
         for example in all_examples()
