@@ -5,6 +5,7 @@ PAGES = {
     "overview": "",
     "graph breaks": "dynamo/graph_breaks/",
     "model zoo": "benchmarking/zoo/",
+    "measuring": "benchmarking/method/",
     "output code": "triton-codegen/output_code/",
     "lab": "labs/benchmark_suite/",
     "TORCH_LOGS": "debugging/torch_logs/",

@@ -54,6 +54,11 @@ def rendered_formulas(driver) -> list[str]:
     return [] if not count(driver, "mjx-merror") else ["MathJax could not typeset a formula"]
 
 
+def reproduction_tables(driver) -> list[str]:
+    section = "#how-reproducible-are-these-numbers ~ * table"
+    return [] if count(driver, section) else ["no table of the two recordings under 'How reproducible'"]
+
+
 def copy_buttons(driver) -> list[str]:
     if not count(driver, "pre > code"):
         return []
@@ -65,6 +70,7 @@ KINDS = {
     "overview": ("overview", [a_drawn_diagram]),
     "chapter": ("graph breaks", [tabs_and_a_recording]),
     "plot": ("model zoo", [plots]),
+    "reproduction": ("measuring", [reproduction_tables]),
     "lab": ("lab", [rendered_formulas]),
     "contributing": ("contributing", []),
 }
