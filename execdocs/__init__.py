@@ -6,14 +6,6 @@ everything else here serves the build hook, the tests and `nox -s record`.
 
 from execdocs.plots import show_plot
 from execdocs.render import show, show_tabs
+from execdocs.reproduction_tables import show_reproduction
 
 __all__ = ["show", "show_plot", "show_reproduction", "show_tabs"]
-
-
-def __getattr__(name: str):
-    # Imported on first use, so that `python -m execdocs.reproduction` runs a module not imported yet.
-    if name == "show_reproduction":
-        from execdocs.reproduction_tables import show_reproduction
-
-        return show_reproduction
-    raise AttributeError(f"module 'execdocs' has no attribute {name!r}")

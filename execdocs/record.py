@@ -3,6 +3,7 @@
     python -m execdocs.record overview            # every example of a chapter
     python -m execdocs.record overview/end_to_end # one example
     python -m execdocs.record --twice benchmarking/case_study
+    python -m execdocs.record --first-run first.json benchmarking/zoo_inference  # runs nothing
 
 `nox -s record -- <targets>` calls this; on the GPU image it writes snippets/outputs/cuda/.
 With --twice, each example runs twice and the second run is kept; what the first run printed goes
@@ -19,7 +20,14 @@ from pathlib import Path
 from execdocs.environment import machine_device
 from execdocs.examples import Example, all_examples
 from execdocs.layout import CACHE, relative, run_dir
-from execdocs.reproduction import make_report, quoting_pages, report_text
+from execdocs.reproduction import (
+    ReproductionError,
+    make_report,
+    quoting_pages,
+    report_of_separate_runs,
+    report_path,
+    report_text,
+)
 from execdocs.reproduction import save as save_report
 from execdocs.runner import record, record_twice
 from execdocs.store import Result, as_json
@@ -53,6 +61,18 @@ def status_line(result: Result, run: str) -> str:
     return f"{result.example:40} {result.device:5} {result.seconds:7.1f} s  {run}{status}"
 
 
+def report_separate_runs(examples: list[Example], first_run: Path) -> int:
+    if len(examples) != 1:
+        raise SystemExit("--first-run compares one example: name it as <chapter>/<topic>")
+    example = examples[0]
+    try:
+        report, recording = report_of_separate_runs(example, first_run)
+    except ReproductionError as error:
+        raise SystemExit(str(error)) from None
+    print(report_text(report, recording, quoting_pages(example), report_path(example, report.device)))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("targets", nargs="+", help="chapters or <chapter>/<topic> names")
@@ -62,7 +82,15 @@ def main() -> int:
         action="store_true",
         help="run each example twice, keep the second run, and report whether the numbers its pages quote reproduce",
     )
+    parser.add_argument(
+        "--first-run",
+        type=Path,
+        metavar="FILE",
+        help="run nothing: report FILE, a first run recorded in another process, against the committed recording",
+    )
     arguments = parser.parse_args()
+    if arguments.first_run:
+        return report_separate_runs(select(arguments.targets), arguments.first_run)
     if run_dir() is not None:
         raise SystemExit("EXECDOCS_RUN_DIR is set: recording writes committed outputs; unset it first.")
     device = machine_device()

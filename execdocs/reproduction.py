@@ -15,7 +15,7 @@ not print (a threshold, a citation) is not this example's to check.
 Two runs made in separate processes (on two fresh machines, say) make a report too, once the
 second is the committed recording and the first run's result file is at hand:
 
-    python -m execdocs.reproduction benchmarking/zoo_inference first-run.json
+    python -m execdocs.record --first-run first-run.json benchmarking/zoo_inference
 
 The reports written before the first run's sections were kept hold `first_values` instead: the
 first run's number at each place their rows had compared, {"section:line:token": number}, and at
@@ -24,11 +24,9 @@ read as the recording's does (checked when they were converted), so a number is 
 quoted number at any other place shows as not compared.
 """
 
-import argparse
 import hashlib
 import json
 import re
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -283,33 +281,24 @@ def load(example: Example, device: str) -> Report | None:
     return Report(**json.loads(path.read_text())) if path.is_file() else None
 
 
-def main(arguments: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m execdocs.reproduction",
-        description="Make the report of two runs of an example made in separate processes: the first run's "
-        "result file against the committed recording, which is the second run.",
-    )
-    parser.add_argument("example", help="<chapter>/<topic>")
-    parser.add_argument("first", type=Path, help="the first run's result, a JSON file as snippets/outputs/ holds")
-    parsed = parser.parse_args(arguments)
-    example = Example(parsed.example)
-    first = Result(**json.loads(parsed.first.read_text()))
+def report_of_separate_runs(example: Example, first_path: Path) -> tuple[Report, Result]:
+    """The report of two runs made in separate processes (`record --first-run`): the first run's result
+    file against the committed recording, which is the second run. Saved, and returned with the recording."""
+    first = Result(**json.loads(first_path.read_text()))
     second = store.load_committed(example, first.device)
     if first.example != example.name:
-        raise SystemExit(f"{parsed.first} is a run of {first.example}, not of {example.name}")
+        raise ReproductionError(f"{first_path} is a run of {first.example}, not of {example.name}")
     if not first.ok:
-        raise SystemExit(f"{parsed.first} is a failed run ({first.error['summary']}); only successful runs compare")
+        failure = first.error["summary"]
+        raise ReproductionError(f"{first_path} is a failed run ({failure}); only successful runs compare")
     if second is None:
-        raise SystemExit(f"no {first.device} recording of {example.name} is committed: record the second run first")
+        missing = f"no {first.device} recording of {example.name} is committed"
+        raise ReproductionError(f"{missing}: record the second run first")
     if first.key != second.key:
-        raise SystemExit(
-            f"{parsed.first} ran other source than the committed recording (key {first.key[:12]}, not "
+        raise ReproductionError(
+            f"{first_path} ran other source than the committed recording (key {first.key[:12]}, not "
             f"{second.key[:12]}): the two runs must run the same source"
         )
     report = make_report(first, second)
-    print(report_text(report, second, quoting_pages(example), save(report)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    save(report)
+    return report, second

@@ -199,10 +199,10 @@ def test_a_current_check_shows_each_quoted_number_and_a_summary(chapter, capsys)
     assert "First run 2026-01-01, torch 2.11, 0 s · second run 2026-01-01, torch 2.11, 0 s · H100" in shown
 
 
-def test_the_command_line_makes_a_report_from_a_first_run_recorded_elsewhere(chapter, capsys):
+def test_a_report_is_made_from_a_first_run_recorded_elsewhere(chapter):
     first = chapter / "first.json"
     first.write_text(store.as_json(dataclasses.replace(result(FIRST), seconds=12.5)))
-    assert reproduction.main([EXAMPLE.name, str(first)]) == 0
+    reproduction.report_of_separate_runs(EXAMPLE, first)
     report = reproduction.load(EXAMPLE, "cuda")
     assert report == Report(
         EXAMPLE.name,
@@ -213,7 +213,6 @@ def test_the_command_line_makes_a_report_from_a_first_run_recorded_elsewhere(cha
         [12.5, 0.0],
         first_sections=result(FIRST).sections,
     )
-    assert "4 quoted numbers, 2 agree" in capsys.readouterr().out
     first.write_text(store.as_json(result(FIRST, "key-of-an-older-source")))
-    with pytest.raises(SystemExit, match="ran other source than the committed recording"):
-        reproduction.main([EXAMPLE.name, str(first)])
+    with pytest.raises(ReproductionError, match="ran other source than the committed recording"):
+        reproduction.report_of_separate_runs(EXAMPLE, first)
