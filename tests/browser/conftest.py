@@ -11,9 +11,10 @@ import pytest
 
 from execdocs.chromium import FLAGS, chromedriver, chromium, missing, profile_flag
 from execdocs.local_site import serve
+from tests.browser.page_checks import WINDOWS
 
 SITE_ENV = "EXECDOCS_SITE"
-WINDOW = "1400,900"  # a common laptop screen, where wide outputs used to need scrolling
+HEADLESS_MIN_WIDTH = 500  # headless Chromium makes no window narrower: a phone's screen is emulated instead
 # A page's request for any other host fails at once instead of leaving the machine; the checks still see it.
 ONLY_LOCALHOST = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 
@@ -26,18 +27,28 @@ def chromium_here():
 
 
 @pytest.fixture
-def driver(chromium_here, tmp_path):
+def window() -> str:
+    """The window `driver` opens, by its name in WINDOWS: the laptop's, unless a test parametrizes `window`."""
+    return "laptop"
+
+
+@pytest.fixture
+def driver(chromium_here, tmp_path, window):
     os.environ["SE_OFFLINE"] = "true"  # selenium must not look for a browser or driver to download
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    width, height = WINDOWS[window]
     options = webdriver.ChromeOptions()
     options.binary_location = chromium()
-    for flag in [*FLAGS, profile_flag(tmp_path / "profile"), f"--window-size={WINDOW}", ONLY_LOCALHOST]:
+    for flag in [*FLAGS, profile_flag(tmp_path / "profile"), f"--window-size={width},{height}", ONLY_LOCALHOST]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     browser = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver()))
     browser.set_script_timeout(60)
+    if width < HEADLESS_MIN_WIDTH:
+        screen = {"width": width, "height": height, "deviceScaleFactor": 0, "mobile": True}
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", screen)  # kept across page loads
     yield browser
     browser.quit()
 

@@ -16,6 +16,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 from execdocs.vendor import vendored
 
 SCHEMES = {"light": "default", "dark": "slate"}  # the palette a reader picks -> Material's scheme name
+# The windows a reader reads in -> their size in CSS pixels: a common laptop screen, where wide outputs
+# used to need scrolling, and a phone held upright, where Material moves the navigation into a drawer.
+WINDOWS = {"laptop": (1400, 900), "phone": (390, 844)}
 BLOCKING_IMPACTS = ("serious", "critical")
 RENDER_WAIT_S = 20  # how long a diagram may take to draw before it counts as not drawn
 

@@ -1,7 +1,8 @@
-"""Each kind of page, in both palettes, as a reader's Chromium shows it (the site `nox -s tests` built).
+"""Each kind of page, in both palettes and in a laptop's and a phone's window, as a reader's Chromium
+shows it (the site `nox -s tests` built).
 
 Every page passes the checks of page_checks.check_page; each kind also shows what makes it that
-kind. A screenshot of each page in each palette is kept in the test run's folder.
+kind. A screenshot of each page in each palette and window is kept in the test run's folder.
 """
 
 import pytest
@@ -14,6 +15,7 @@ from execdocs.reader_pages import PAGES
 from tests.browser.page_checks import (
     RENDER_WAIT_S,
     SCHEMES,
+    WINDOWS,
     check_page,
     console_errors,
     diagram_problems,
@@ -78,10 +80,14 @@ KINDS = {
 
 @pytest.mark.parametrize("palette", SCHEMES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_page_reads_well(driver, site_url, kind, palette):
+@pytest.mark.parametrize("window", WINDOWS)  # the `window` fixture: which window `driver` opens
+def test_page_reads_well(driver, site_url, window, kind, palette):
     page, own_checks = KINDS[kind]
     screenshots = (run_dir() or CACHE / "test-run") / "screenshots"
-    problems = check_page(driver, site_url, PAGES[page], palette, screenshots / f"{kind}-{palette}.png")
+    problems = check_page(driver, site_url, PAGES[page], palette, screenshots / f"{kind}-{palette}-{window}.png")
+    wanted_width = WINDOWS[window][0]
+    if (width := driver.execute_script("return window.innerWidth")) != wanted_width:
+        problems.append(f"/{PAGES[page]} ({palette}): {width} px wide in the {window} window, not {wanted_width}")
     for check in [*own_checks, copy_buttons]:
         problems += [f"/{PAGES[page]} ({palette}): {problem}" for problem in check(driver)]
     assert not problems, "\n".join(problems)
