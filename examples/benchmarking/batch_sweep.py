@@ -5,14 +5,16 @@ on a CPU it runs the same code with small sizes, without CUDA graphs or timing c
 """
 # execdocs: devices=cuda
 
+import functools
 import json
+import re
 import time
 
 import torch
 from torch import nn
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
+from torch._dynamo.utils import counters
 
+import _profile_diff
 import compile_tools
 
 started = time.perf_counter()
@@ -53,121 +55,141 @@ def sync():
         torch.cuda.synchronize()
 
 
-# --8<-- [start:latency]
-def per_call_ms(fn, x, repeats=5):
-    """Wall-clock milliseconds per call of back-to-back calls, median of `repeats` runs.
-
-    Each run waits for the GPU at both ends, so it counts whatever limits the rate of calls: the
-    GPU's work, or the CPU's launching when the GPU waits for it.
-    """
-    fn(x)
+# --8<-- [start:compile]
+def compile_for(compiled, x) -> str:
+    """Call `compiled` until it is ready for x (reduce-overhead records its CUDA graph on a later call than the
+    first), and say how long that took and how many of its Triton kernels were built, not found in memory."""
+    inductor = counters["inductor"]
+    requested, reused = inductor["async_compile_cache_miss"], inductor["async_compile_cache_hit"]
     sync()
     t0 = time.perf_counter()
-    for _ in range(5):
-        fn(x)
+    for _ in range(3):
+        compiled(x)
     sync()
-    calls = max(5, int(0.02 / ((time.perf_counter() - t0) / 5)))  # about 20 ms per run
-    runs = []
-    for _ in range(repeats):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn(x)
-        sync()
-        runs.append((time.perf_counter() - t0) * 1e3 / calls)
-    return sorted(runs)[repeats // 2]
+    # Every kernel Inductor asks for counts as a miss; the ones already compiled in this process count as hits too.
+    requested, reused = inductor["async_compile_cache_miss"] - requested, inductor["async_compile_cache_hit"] - reused
+    seconds = time.perf_counter() - t0
+    return f"compiled in {seconds:4.1f} s, Triton kernels built {requested - reused:2d}, reused {reused:2d}"
 
 
-# --8<-- [end:latency]
-
-
-# --8<-- [start:busy]
-def gpu_ms_per_call(fn, x, calls=20):
-    """Milliseconds per call during which a GPU kernel ran: the kernels' durations, from torch.profiler."""
-    fn(x)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn(x)
-        torch.cuda.synchronize()
-    kernel_us = sum(e.device_time_total for e in prof.events() if e.device_type == DeviceType.CUDA)
-    return kernel_us / 1e3 / calls
-
-
-# --8<-- [end:busy]
-
+# --8<-- [end:compile]
 
 # --8<-- [start:sweep]
 modes = ["default", "reduce-overhead", "max-autotune"] if on_gpu else ["default"]
-latency = {"eager": {}}  # mode -> batch -> median ms
-launches = {}  # mode -> GPU kernels per call at batch 1
-kernel_ms = {}  # mode -> {batch: GPU busy ms per call}
+results = {}  # mode -> batch -> _profile_diff.compare(eager, compiled): paired speedup, and per side host/GPU ms
 with torch.no_grad():
-    for batch in batches:
-        x = torch.randn(batch, seq, width, device=device, dtype=dtype)
-        latency["eager"][batch] = per_call_ms(model, x)
-        if on_gpu:
-            kernel_ms.setdefault("eager", {})[batch] = gpu_ms_per_call(model, x)
-            if batch == 1:
-                launches["eager"] = compile_tools.gpu_kernel_launches(model, x)
     for mode in modes:
         torch._dynamo.reset()  # each mode starts from an empty Dynamo cache
         compiled = torch.compile(model, mode=mode, dynamic=False)  # one compile per batch size
-        latency[mode] = {}
+        results[mode] = {}
         for batch in autotune_batches if mode == "max-autotune" else batches:
             x = torch.randn(batch, seq, width, device=device, dtype=dtype)
-            t0 = time.perf_counter()
-            for _ in range(3):  # the first call compiles; reduce-overhead records its CUDA graph on a later one
-                compiled(x)
-            compile_s = time.perf_counter() - t0
-            latency[mode][batch] = per_call_ms(compiled, x)
-            print(f"{mode:>16} batch {batch:5}: compiled in {compile_s:5.1f} s, {latency[mode][batch]:.4f} ms per call")
-            if on_gpu:
-                kernel_ms.setdefault(mode, {})[batch] = gpu_ms_per_call(compiled, x)
-                if batch == 1:
-                    launches[mode] = compile_tools.gpu_kernel_launches(compiled, x)
+            built = compile_for(compiled, x)
+            result = results[mode][batch] = _profile_diff.compare(
+                functools.partial(model, x), functools.partial(compiled, x)
+            )
+            low, high = result["speedup_range"]
+            print(f"{mode:>15} batch {batch:3}: {built}; {result['speedup']:.2f}x [{low:.2f}-{high:.2f}]")
 # --8<-- [end:sweep]
 
 # --8<-- [start:sweep-data]
-print(json.dumps({"width": width, "seq": seq, "dtype": str(dtype), "latency_ms": latency}))
+sides = ("ms", "host_ms", "busy_ms")
+print(
+    json.dumps(
+        {
+            "eager": {b: {k: results["default"][b]["eager"][k] for k in sides} for b in batches},
+            "modes": {
+                mode: {
+                    b: {"speedup": r["speedup"], "range": r["speedup_range"], **{k: r["compiled"][k] for k in sides}}
+                    for b, r in by_batch.items()
+                }  # fmt: skip
+                for mode, by_batch in results.items()
+            },
+        }
+    )
+)
 # --8<-- [end:sweep-data]
-# JSON turns the batch sizes into strings; keep using the dicts above.
-largest, smallest = batches[-1], batches[0]
-speedup = {mode: {b: latency["eager"][b] / ms for b, ms in latency[mode].items()} for mode in latency}
-if on_gpu:
-    assert speedup["default"][largest] > 1.0, "at the largest batch, compiled beats eager"
-    assert speedup["default"][largest] > speedup["default"][smallest], "compile pays more as the batch grows"
-    assert latency["reduce-overhead"][smallest] < latency["default"][smallest], "CUDA graphs win at batch 1"
+smallest, largest = batches[0], batches[-1]
+
 
 # --8<-- [start:table]
-header = f"{'batch':>6}" + "".join(f"{mode:>17}" for mode in latency)
-print("speedup over eager (eager ms / mode ms)")
-print(header)
-for batch in batches:
-    cells = [latency["eager"][batch] / latency[mode][batch] if batch in latency[mode] else None for mode in latency]
-    print(f"{batch:6}" + "".join(f"{c:16.2f}x" if c else f"{'-':>17}" for c in cells))
-for mode in modes:
-    wins = [b for b in latency[mode] if latency["eager"][b] / latency[mode][b] >= 1.1]
-    print(f"{mode:>16}: first 1.1x faster than eager at batch", wins[0] if wins else "- (never)")
-# --8<-- [end:table]
+def paired(result) -> str:
+    low, high = result["speedup_range"]
+    return f"{result['speedup']:5.2f}x [{low:.2f}-{high:.2f}]"
 
-# --8<-- [start:overhead]
+
+print("per call, ms: wall clock | host (until the call returns) | GPU busy; the bound; paired speedup over eager")
+for batch in batches:
+    print(f"batch {batch}")
+    eager = results["default"][batch]["eager"]
+    rows = [("eager", eager, "")] + [
+        (mode, r[batch]["compiled"], paired(r[batch])) for mode, r in results.items() if batch in r
+    ]
+    for name, side, speedup in rows:
+        times = f"{side['ms']:7.4f} | {side['host_ms']:7.4f} | {side['busy_ms']:7.4f}"
+        print(f"  {name:>15} {times}  {side['bound']:12} {speedup}")
+# --8<-- [end:table]
 if on_gpu:
-    print(f"at batch {smallest}:")
-    print(f"{'':16}{'kernels/call':>13}{'GPU busy ms':>13}{'latency ms':>12}{'busy share':>12}")
-    for mode in [mode for mode in latency if smallest in latency[mode]]:
-        busy = kernel_ms[mode][smallest]
-        lat = latency[mode][smallest]
-        print(f"{mode:16}{launches[mode]:13d}{busy:13.4f}{lat:12.4f}{busy / lat:12.0%}")
-    print(f"at batch {largest}:")
-    for mode in latency:
-        if largest in kernel_ms[mode]:
-            busy, lat = kernel_ms[mode][largest], latency[mode][largest]
-            print(f"{mode:16}{'':13}{busy:13.4f}{lat:12.4f}{busy / lat:12.0%}")
-# --8<-- [end:overhead]
+    default, graphs = results["default"], results["reduce-overhead"]
+    for batch in (smallest, 4):  # both sides wait for the host, and compiling did not shorten the host's part
+        assert default[batch]["eager"]["bound"] == default[batch]["compiled"]["bound"] == "launch-bound", batch
+        assert default[batch]["compiled"]["host_ms"] > 0.8 * default[batch]["eager"]["host_ms"], batch
+        assert default[batch]["speedup_range"][0] < 1.1, f"at batch {batch}, default is not reliably faster"
+    assert default[largest]["eager"]["bound"] == default[largest]["compiled"]["bound"] == "GPU-bound"
+    assert default[largest]["speedup_range"][0] > 1.2, "at the largest batch, default beats eager in every pair"
+    assert default[largest]["eager"]["busy_ms"] > 1.3 * default[largest]["compiled"]["busy_ms"], "fusion cut GPU work"
+    for batch in batches[:-1]:  # CUDA graphs take the kernel launches off the host
+        assert graphs[batch]["compiled"]["host_ms"] < 0.6 * graphs[batch]["eager"]["host_ms"], batch
+    for batch in batches[:3]:
+        assert graphs[batch]["speedup_range"][0] > 1.1, f"reduce-overhead beats eager at batch {batch}"
+
+
+# --8<-- [start:kernels]
+def readable(kernel: str) -> str:
+    """A library kernel's name without its template arguments, but with the innermost functor that names the work."""
+    if "<" not in kernel:
+        return kernel
+    templates = [name.split("::")[-1] for name in re.findall(r"[\w:]+(?=<)", kernel.split(">(")[0])]
+    return f"{templates[0]}<...{templates[-1]}...>" if len(templates) > 1 else f"{templates[0]}<...>"
+
+
+def kernels_per_call(profile) -> dict[str, float]:
+    """Microseconds per call of each kernel a profile saw, by name."""
+    return {name: sum(k.us for k in launches) / profile.calls for name, launches in profile.by_kernel().items()}
+
+
 if on_gpu:
-    assert kernel_ms["eager"][smallest] / latency["eager"][smallest] < 0.5, "eager at batch 1: the GPU mostly waits"
-    assert kernel_ms["eager"][largest] / latency["eager"][largest] > 0.6, "at the largest batch the GPU is busy"
+    for batch in (smallest, largest):
+        named = {
+            mode: kernels_per_call(results[mode][batch]["compiled"]["profile"])
+            for mode in ("default", "reduce-overhead")
+        }
+        print(f"batch {batch}: kernels per call, us ({'default':>7} {'reduce-overhead':>15})")
+        for name in sorted(set().union(*named.values()), key=lambda n: -max(k.get(n, 0) for k in named.values())):
+            cells = "".join(f"{named[mode][name]:{w}.2f}" if name in named[mode] else f"{'-':>{w}}"
+                            for mode, w in (("default", 8), ("reduce-overhead", 16)))  # fmt: skip
+            print(f"  {_profile_diff.short(readable(name), 70):70}{cells}")
+    print("inputs copied into a CUDA graph's own buffers (graphs recorded with such an input):",
+          counters["inductor"]["cudagraph_recorded_non_static_inputs"])  # fmt: skip
+# --8<-- [end:kernels]
+if on_gpu:
+    extra = {}
+    for batch in (smallest, largest):
+        named = {
+            mode: kernels_per_call(results[mode][batch]["compiled"]["profile"])
+            for mode in ("default", "reduce-overhead")
+        }
+        extra[batch] = {name: us for name, us in named["reduce-overhead"].items() if name not in named["default"]}
+        assert list(extra[batch]) and all("Copy" in name for name in extra[batch]), (
+            f"the only extra kernel copies: {extra}"
+        )
+    gap_us = 1e3 * (
+        results["reduce-overhead"][largest]["compiled"]["busy_ms"] - results["default"][largest]["compiled"]["busy_ms"]
+    )
+    copy_us = sum(extra[largest].values())
+    assert copy_us > 0.6 * gap_us, (
+        f"the input copy is most of reduce-overhead's extra GPU time: {copy_us:.1f} of {gap_us:.1f} us"
+    )
 
 # --8<-- [start:took]
 print(f"this example ran in {time.perf_counter() - started:.0f} s on {device.type}")

@@ -5,7 +5,10 @@ CPU it runs the same code with smaller sizes and checks nothing about timings.
 """
 # execdocs: devices=cuda
 
+import contextlib
 import statistics
+import subprocess
+import threading
 import time
 
 import torch
@@ -112,15 +115,36 @@ torch._dynamo.reset()
 torch._dynamo.utils.counters.clear()
 with torch.no_grad():
     wrapper_each_call = time_calls(lambda: torch.compile(model)(x), iters=20, warmup=0)
+    # The host's side of the same loop: building the wrapper, then calling it (until it returns).
+    build_ms, call_ms = [], []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        wrapper = torch.compile(model)
+        t1 = time.perf_counter()
+        wrapper(x)
+        build_ms.append((t1 - t0) * 1e3)
+        call_ms.append((time.perf_counter() - t1) * 1e3)
+    sync()
+    once_ms = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        compiled(x)
+        once_ms.append((time.perf_counter() - t0) * 1e3)
+    sync()
 compile_counts = torch._dynamo.utils.counters["stats"]["unique_graphs"]
 print(f"torch.compile(model)(x), call 1:           {wrapper_each_call[0]:10.3f} ms")
 print(line("torch.compile(model)(x), calls 2-20", summary(wrapper_each_call[1:])))
 print(line("compiled once, called 100 times", right))
 print("graphs compiled over the 20 calls:", compile_counts)
+print("host ms per call (median), until Python returns:")
+print(f"  torch.compile(model) alone {statistics.median(build_ms):8.3f}")
+print(f"  then calling that wrapper  {statistics.median(call_ms):8.3f}")
+print(f"  calling the compiled-once  {statistics.median(once_ms):8.3f}")
 # --8<-- [end:wrapper-in-loop]
 if device.type == "cuda":
     assert wrapper_each_call[0] > 20 * right["median"], "the first wrapped call compiles"
     assert summary(wrapper_each_call[1:])["median"] > 0.9 * right["median"]
+    assert statistics.median(build_ms) > 2 * statistics.median(once_ms), "building the wrapper costs host time"
 assert compile_counts == 1, "a new wrapper around the same module reuses Dynamo's cached graph"
 
 # --8<-- [start:no-sync]
@@ -139,12 +163,42 @@ print(line("CUDA events (right)", right))
 if device.type == "cuda":
     assert summary(launch_only)["median"] < 0.5 * right["median"], "without a sync, only the launch is timed"
 
+
+@contextlib.contextmanager
+def sm_clock_samples():
+    """(time, SM clock MHz, clock-limit reasons) every 50 ms while the block runs, read from nvidia-smi
+    (which only reads the GPU's state); an empty list without a GPU."""
+    samples = []
+    if device.type != "cuda":
+        yield samples
+        return
+    fields = "clocks.sm,clocks_throttle_reasons.active"
+    smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-lms", "50"],
+                           stdout=subprocess.PIPE, text=True)  # fmt: skip
+
+    def read():
+        for text in smi.stdout:
+            mhz, reasons = text.split(", ")
+            samples.append((time.time(), int(mhz), int(reasons, 16)))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(0.2)  # the first sample
+    try:
+        yield samples
+    finally:
+        smi.terminate()
+        reader.join()
+
+
 # --8<-- [start:few-iterations]
-with torch.no_grad():
-    few, many = [], []
+with torch.no_grad(), sm_clock_samples() as clocks:  # on a GPU, its SM clock every 50 ms
+    few, many, windows = [], [], []
     for _ in range(20):  # interleaved, so that a slow drift of the GPU's clock affects both alike
         few.append(statistics.median(time_calls(lambda: compiled(x), iters=3, warmup=0)))
+        start = time.time()
         many.append(statistics.median(time_calls(lambda: compiled(x), iters=100, warmup=0)))
+        windows.append((start, time.time()))
 
 
 def spread(medians):
@@ -153,11 +207,25 @@ def spread(medians):
 
 print(f"20 medians of   3 calls: {min(few):.3f} to {max(few):.3f} ms, spread {spread(few):6.1%} of the median")
 print(f"20 medians of 100 calls: {min(many):.3f} to {max(many):.3f} ms, spread {spread(many):6.1%} of the median")
+if clocks:
+    POWER_CAP = 0x4  # nvidia-smi's clock-limit reason "SW power cap": the board is at its power limit
+    in_window = [[mhz for t, mhz, _ in clocks if start <= t <= end] for start, end in windows]
+    mean_mhz = [statistics.mean(mhz) if mhz else float("nan") for mhz in in_window]
+    fastest, slowest = min(range(20), key=many.__getitem__), max(range(20), key=many.__getitem__)
+    capped = sum(1 for *_, reasons in clocks if reasons & POWER_CAP)
+    all_mhz = [mhz for _, mhz, _ in clocks]
+    print(f"SM clock while these ran: {min(all_mhz)} to {max(all_mhz)} MHz")
+    print(f"samples taken while the power cap limited the clock: {capped} of {len(clocks)}")
+    for name, i in (("fastest", fastest), ("slowest", slowest)):
+        print(f"  {name} 100-call median {many[i]:.3f} ms, at {mean_mhz[i]:.0f} MHz on average")
 # --8<-- [end:few-iterations]
 if device.type == "cuda":
     # Fewer calls never scatter less; how much more depends on whether jitter or drift dominates.
     assert spread(few) > 0.8 * spread(many), "medians of few calls scatter at least as much"
     assert spread(few) > 0.05, "one three-call median is not a number to compare models with"
+    assert clocks, "nvidia-smi gave no clock samples"
+    assert capped > 0, "the GPU reached its power cap during the repeats"
+    assert mean_mhz[fastest] > mean_mhz[slowest], "the fastest repeat ran at a higher clock than the slowest"
 
 # --8<-- [start:took]
 print(f"this example ran in {time.perf_counter() - started:.0f} s on {device.type}")

@@ -10,6 +10,7 @@ import time
 
 import torch
 
+import _profile_diff
 import compile_tools
 
 started = time.perf_counter()
@@ -93,6 +94,44 @@ if on_gpu:
         assert by_name[name]["intensity"] < ridge, name
     assert by_name["matmul batch 4096"]["intensity"] > ridge
     assert by_name["matmul batch 1"]["intensity"] < ridge, "a batch-1 matmul reads a weight matrix per row"
+
+# --8<-- [start:small-matmul]
+flush = torch.empty(numel, device=device)  # as large as the copy's source: clearing it empties the L2 cache
+
+
+def matmul_kernel_ms(act, w):
+    """The matrix product's own kernel time per call, from the profiler, with the L2 cache emptied before each
+    call as do_bench does; what do_bench adds around the kernel is left out."""
+
+    def step():
+        flush.zero_()
+        torch.mm(act, w)
+
+    profile = _profile_diff.profile_step(step, calls=20)
+    return sum(launch.us for launch in profile.launches if launch.category == _profile_diff.GEMM) / 1e3 / profile.calls
+
+
+header = ("MiB", 6), ("do_bench ms", 13), ("kernel ms", 11), ("do_bench share", 16), ("kernel share", 14)
+print(f"{'batch-1 matmul, weight':24}" + "".join(f"{name:>{w}}" for name, w in header))
+small = []
+for k, n in ((width, 4 * width), (2 * width, 8 * width), (4 * width, 16 * width)):  # the weight grows 4x, then 16x
+    act = torch.randn(1, k, device=device, dtype=mm_dtype)
+    w = torch.randn(k, n, device=device, dtype=mm_dtype)
+    moved = (act.numel() + w.numel() + n) * act.element_size()
+    whole, alone = ms(torch.mm, act, w), matmul_kernel_ms(act, w)
+    small.append((moved, whole, alone))
+    shares = [moved / t / 1e6 / copy_gbs if t else 0.0 for t in (whole, alone)]
+    print(f"{f'({k}, {n})':24}{moved / 2**20:6.0f}{whole:13.4f}{alone:11.4f}{shares[0]:16.0%}{shares[1]:14.0%}")
+if on_gpu:  # two points of the kernel's time against its bytes: a fixed part, and a rate beyond it
+    (bytes_small, _, kernel_small), (bytes_large, _, kernel_large) = small[0], small[-1]
+    rate = (bytes_large - bytes_small) / (kernel_large - kernel_small) / 1e6  # GB/s
+    fixed_us = 1e3 * (kernel_small - bytes_small / rate / 1e6)
+    print(f"kernel time = {fixed_us:.1f} us + bytes at {rate:.0f} GB/s ({rate / copy_gbs:.0%} of the copy's)")
+# --8<-- [end:small-matmul]
+if on_gpu:
+    (moved_1, whole_1, alone_1), (moved_16, _, alone_16) = small[0], small[-1]
+    assert alone_1 < 0.8 * whole_1, "do_bench's time holds more than the kernel"
+    assert moved_16 / alone_16 > 1.5 * moved_1 / alone_1, "a larger weight reaches a larger share of the bandwidth"
 
 # --8<-- [start:roofline-data]
 print(json.dumps({"copy_gbs": copy_gbs, "peak_tflops": peak_tflops, "kernels": results}))

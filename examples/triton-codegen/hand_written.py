@@ -73,3 +73,32 @@ if device.type == "cuda":
         assert speedup > 1.2, (
             f"{name}: one pass over memory instead of two kernels; expected > 1.2x, got {speedup:.2f}x"
         )
+
+# --8<-- [start:eager-kernels]
+if device.type == "cuda":
+    from torch.profiler import ProfilerActivity, profile
+
+    calls = 20
+    fused.add_layernorm(x, residual, weight, bias)  # warm-up
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fused.add_layernorm(x, residual, weight, bias)
+        torch.cuda.synchronize()
+    eager_us = {}  # kernel name -> microseconds per call
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            eager_us[event.name] = eager_us.get(event.name, 0.0) + event.device_time_total / calls
+    pass_gb = 4 * n_rows * n_cols / 1e9  # one read or write of a 16384 x 768 float tensor
+    print(f"eager, kernel by kernel (do_bench timed the whole call at {times['eager']['median'] * 1e3:.1f} us):")
+    for name, us in eager_us.items():
+        passes = 3 if "add" in name else 2  # the add reads x and residual and writes h; the norm reads h, writes out
+        short = re.search(r"(\w+_kernel)", name).group(1)
+        print(f"  {short:32} {us:6.1f} us  {passes} passes  {passes * pass_gb / (us / 1e6):6.0f} GB/s")
+# --8<-- [end:eager-kernels]
+if device.type == "cuda":
+    add_us = next(us for name, us in eager_us.items() if "add" in name)
+    norm_us = next(us for name, us in eager_us.items() if "layer_norm" in name)
+    assert len(eager_us) == 2, f"eager runs two kernels: {list(eager_us)}"
+    assert 2 / norm_us < 0.8 * 3 / add_us, "the layer-norm kernel moves its bytes more slowly than the add"
+    assert add_us + norm_us > 0.85 * times["eager"]["median"] * 1e3, "the two kernels are most of eager's time"
