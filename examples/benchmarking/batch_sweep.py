@@ -13,6 +13,7 @@ import time
 import torch
 from torch import nn
 from torch._dynamo.utils import counters
+from torch._inductor.utils import fresh_cache
 
 import _profile_diff
 import compile_tools
@@ -77,7 +78,8 @@ def compile_for(compiled, x) -> str:
 # --8<-- [start:sweep]
 modes = ["default", "reduce-overhead", "max-autotune"] if on_gpu else ["default"]
 results = {}  # mode -> batch -> _profile_diff.compare(eager, compiled): paired speedup, and per side host/GPU ms
-with torch.no_grad():
+# fresh_cache(): an empty cache folder for this run, so the first compile of each kernel is cold, in every run.
+with torch.no_grad(), fresh_cache():
     for mode in modes:
         torch._dynamo.reset()  # each mode starts from an empty Dynamo cache
         compiled = torch.compile(model, mode=mode, dynamic=False)  # one compile per batch size
