@@ -161,30 +161,30 @@ def kernels_per_call(profile) -> dict[str, float]:
 
 
 if on_gpu:
-    for batch in (smallest, largest):
-        named = {
+    named = {  # batch -> mode -> kernel -> us per call
+        batch: {
             mode: kernels_per_call(results[mode][batch]["compiled"]["profile"])
             for mode in ("default", "reduce-overhead")
         }
+        for batch in (smallest, largest)
+    }
+    for batch, by_mode in named.items():
         print(f"batch {batch}: kernels per call, us ({'default':>7} {'reduce-overhead':>15})")
-        for name in sorted(set().union(*named.values()), key=lambda n: -max(k.get(n, 0) for k in named.values())):
-            cells = "".join(f"{named[mode][name]:{w}.2f}" if name in named[mode] else f"{'-':>{w}}"
+        for name in sorted(set().union(*by_mode.values()), key=lambda n: -max(k.get(n, 0) for k in by_mode.values())):
+            cells = "".join(f"{by_mode[mode][name]:{w}.2f}" if name in by_mode[mode] else f"{'-':>{w}}"
                             for mode, w in (("default", 8), ("reduce-overhead", 16)))  # fmt: skip
             print(f"  {_profile_diff.short(readable(name), 70):70}{cells}")
     print("inputs copied into a CUDA graph's own buffers (graphs recorded with such an input):",
           counters["inductor"]["cudagraph_recorded_non_static_inputs"])  # fmt: skip
 # --8<-- [end:kernels]
 if on_gpu:
-    extra = {}
-    for batch in (smallest, largest):
-        named = {
-            mode: kernels_per_call(results[mode][batch]["compiled"]["profile"])
-            for mode in ("default", "reduce-overhead")
-        }
-        extra[batch] = {name: us for name, us in named["reduce-overhead"].items() if name not in named["default"]}
-        assert list(extra[batch]) and all("Copy" in name for name in extra[batch]), (
-            f"the only extra kernel copies: {extra}"
-        )
+    extra = {  # batch -> the kernels reduce-overhead runs and default does not
+        batch: {name: us for name, us in by_mode["reduce-overhead"].items() if name not in by_mode["default"]}
+        for batch, by_mode in named.items()
+    }
+    assert all(kernels and all("Copy" in name for name in kernels) for kernels in extra.values()), (
+        f"the only extra kernel copies: {extra}"
+    )
     gap_us = 1e3 * (
         results["reduce-overhead"][largest]["compiled"]["busy_ms"] - results["default"][largest]["compiled"]["busy_ms"]
     )

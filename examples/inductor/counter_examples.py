@@ -19,9 +19,13 @@ if not on_gpu:
     torch.set_num_threads(1)
 
 
+times_ms = {}  # label -> median ms, for the passes section at the end
+
+
 def report(label, compiled, fn, *args):
     """One line: the scheduler nodes before and after fusion, the kernels, and the median time."""
     ms = compile_tools.timing_ms(torch.compile(fn), *args)
+    times_ms[label.strip()] = ms["median"]
     before, after = len(compiled.nodes_before), len(compiled.nodes_after)
     print(f"{label}: {before} nodes -> {after} after fusion, {len(compiled.kernels)} kernel(s), {ms['median']:.3f} ms")
     for name in compiled.kernels:
@@ -134,3 +138,31 @@ if on_gpu:
     assert any("numel/rnumel mismatch (reduce)" in line for line in refusals), refusals
     assert "cannot fuse op2 with op1: nodes numel incompatibility" in refusals, refusals
     assert len(unsplit.kernels) == 1 and unsplit.kernels[0].startswith("triton_red_"), unsplit.kernels
+
+# --8<-- [start:passes]
+# How often did a kernel read its input from memory? A kernel cannot move bytes faster than a copy does, so its
+# time bounds the number of passes over memory it can have made; more than that, and a pass came from the cache.
+if on_gpu:
+    src = torch.empty(2**26, device=device)  # 256 MiB, far larger than the L2 cache
+    dst = torch.empty_like(src)
+    copy_gbs = 2 * src.numel() * src.element_size() / compile_tools.timing_ms(dst.copy_, src)["median"] / 1e6
+    print(f"copy bandwidth: {copy_gbs:.0f} GB/s")
+    tensor_bytes = {  # every case reads one float tensor and writes one of the same size
+        "columns of x": 2048 * 16384 * 4,
+        "rows of x.t()": 2048 * 16384 * 4,
+        f"{shapes[0]}": shapes[0][0] * shapes[0][1] * 4,
+        f"{shapes[1]}": shapes[1][0] * shapes[1][1] * 4,
+    }
+    needed = {}  # (label, passes) -> GB/s that many passes over memory would take in the measured time
+    for label, size in tensor_bytes.items():
+        ms = next(ms for name, ms in times_ms.items() if name.startswith(label))
+        needed |= {(label, passes): passes * size / ms / 1e6 for passes in (2, 3)}
+        cells = ", ".join(
+            f"{p} passes {needed[label, p]:5.0f} GB/s ({needed[label, p] / copy_gbs:4.0%})" for p in (2, 3)
+        )
+        print(f"{label:14} {ms:.3f} ms: {cells}")
+# --8<-- [end:passes]
+if on_gpu:  # read, read again, write: three passes are faster than the copy for the row-wise kernels
+    for label in ("rows of x.t()", f"{shapes[1]}"):
+        assert needed[label, 3] > copy_gbs, f"{label}: its second walk over each row came from the cache"
+    assert needed["columns of x", 2] < 0.8 * copy_gbs < needed["columns of x", 3], "columns: about three passes"

@@ -14,6 +14,7 @@ if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"  # before the kernel's module is imported: @triton.jit reads it
 
 import _fused_pattern as fused  # noqa: E402
+from _gpu_events import gpu_events_us  # noqa: E402
 import compile_tools  # noqa: E402
 
 torch.manual_seed(0)
@@ -76,19 +77,10 @@ if device.type == "cuda":
 
 # --8<-- [start:eager-kernels]
 if device.type == "cuda":
-    from torch.profiler import ProfilerActivity, profile
-
     calls = 20
-    fused.add_layernorm(x, residual, weight, bias)  # warm-up
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fused.add_layernorm(x, residual, weight, bias)
-        torch.cuda.synchronize()
     eager_us = {}  # kernel name -> microseconds per call
-    for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            eager_us[event.name] = eager_us.get(event.name, 0.0) + event.device_time_total / calls
+    for name, us in gpu_events_us(lambda: fused.add_layernorm(x, residual, weight, bias), calls):
+        eager_us[name] = eager_us.get(name, 0.0) + us / calls
     pass_gb = 4 * n_rows * n_cols / 1e9  # one read or write of a 16384 x 768 float tensor
     print(f"eager, kernel by kernel (do_bench timed the whole call at {times['eager']['median'] * 1e3:.1f} us):")
     for name, us in eager_us.items():

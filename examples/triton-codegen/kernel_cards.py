@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import torch
 import torch.nn.functional as F
+from _gpu_events import gpu_events_us
 from _program import block, kernel_kind, launch_comments, make_inputs
 
 import compile_tools
@@ -52,16 +53,7 @@ if device.type == "cuda":
 def kernel_times_us(fn, calls: int, only: str = "") -> tuple[float, float]:
     """Median GPU time (us) of the GPU activities of fn() whose name contains `only`, over `calls` calls
     back to back under the profiler, and their spread ((slowest - fastest) / median)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    gpu_events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA and only in e.name]
-    times = sorted(e.time_range.elapsed_us() for e in gpu_events)
+    times = sorted(us for name, us in gpu_events_us(fn, calls) if only in name)
     median = times[len(times) // 2]
     return median, (times[-1] - times[0]) / median
 
