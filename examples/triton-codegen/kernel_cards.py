@@ -92,42 +92,14 @@ if device.type == "cuda":
               f"{gbps / (HBM3_TB_S * 1e3):.0%} of the nominal {HBM3_TB_S} TB/s")  # fmt: skip
         del src, dst
 
-    # The one thing changed: the neighbours. In the program, each kernel follows a different one; the
-    # copy above follows itself. Here each Triton kernel runs alone, back to back with itself, and the
-    # copy runs between matrix products, which write little and take over a millisecond each.
+    # Each Triton kernel's operation compiled on its own and run back to back with itself, as the copy is.
     scores = F.linear(F.gelu(x), weight, bias)
     alone = {
         "triton_poi_": torch.compile(lambda: F.gelu(x)),
         "triton_per_": torch.compile(lambda: torch.softmax(scores, dim=-1)),
         "triton_red_": torch.compile(lambda: torch.logsumexp(logits, dim=-1)),
     }
-    alone_times = {prefix: kernel_times_us(fn, calls) for prefix, fn in alone.items()}
-    alone_us = {prefix: median for prefix, (median, _) in alone_times.items()}
-    src = torch.empty(2**25, device=device)  # 128 MiB read, 128 MiB written
-    dst, a = torch.empty_like(src), torch.randn(4096, 4096, device=device)
-
-    def copy_between_matmuls():
-        a @ a
-        dst.copy_(src)
-
-    def gelu_between_matmuls():
-        a @ a
-        alone["triton_poi_"]()
-
-    def gelu_between_waits():  # a kernel that spins for about a millisecond, reading and writing nothing
-        torch.cuda._sleep(2_000_000)
-        alone["triton_poi_"]()
-
-    copy_after_matmul_us = kernel_times_us(copy_between_matmuls, calls, only="Memcpy")[0]
-    copy_after_matmul_gbps = 2 * src.numel() * 4 / copy_after_matmul_us / 1e3
-    print(f"copy moving   256 MiB, each launch after a matmul: median {copy_after_matmul_us:6.1f} us, "
-          f"{copy_after_matmul_gbps:,.0f} GB/s")  # fmt: skip
-    gelu_alone_us, gelu_alone_spread = alone_times["triton_poi_"]
-    gelu_after_matmul_us = kernel_times_us(gelu_between_matmuls, calls, only="triton_poi_")[0]
-    gelu_after_wait_us = kernel_times_us(gelu_between_waits, calls, only="triton_poi_")[0]
-    print(f"pointwise kernel back to back: median {gelu_alone_us:6.1f} us (spread {gelu_alone_spread:.1%}); "
-          f"each launch after a matmul: {gelu_after_matmul_us:6.1f} us; "
-          f"each launch after a kernel that moves no bytes: {gelu_after_wait_us:6.1f} us")  # fmt: skip
+    alone_us = {prefix: kernel_times_us(fn, calls)[0] for prefix, fn in alone.items()}
     for event_name, us in kernel_us.items():
         print(
             f"profiled: {us:8.1f} us per call, {launches[event_name] // calls} launch(es) per call: {event_name[:60]}"
@@ -168,3 +140,53 @@ if device.type == "cuda":
     bandwidths = [gbps for gbps, _ in copies.values()]
     assert max(bandwidths) < 1.05 * min(bandwidths), "from 128 MiB to 1 GiB, the copy's bandwidth hardly moves"
     assert by_kind["pointwise"]["share"] > 1 + same_bytes_copy(by_kind["pointwise"]["bytes"])[1], "in the program"
+
+# --8<-- [start:previous-kernel]
+# One thing changes: the kernel that runs just before. The H100's L2 cache (50 MiB) writes back: a
+# kernel's writes stay in it as dirty lines, and whoever needs their place later writes them to
+# memory first. So each kernel is timed after one that only reads 128 MiB (it leaves clean lines),
+# after one that writes 128 MiB (dirty lines), after that write and 1 ms of a GPU busy with no
+# memory traffic (does the cache write back while nothing else runs?), and after its neighbour
+# in the program (the copy after the pointwise kernel's neighbour, in the pointwise kernel's place).
+after_us = {}  # (kernel, what ran before it) -> median us
+if device.type == "cuda":
+    read_128_mib = torch.randn(2**25, device=device)
+    write_128_mib = torch.empty(2**25, device=device)
+    sum_of_read = torch.compile(lambda: read_128_mib.sum())  # reads 128 MiB, writes 4 bytes
+    copy_256_mib = torch.empty(2**25, device=device), torch.empty(2**25, device=device)
+    before = {
+        "reads 128 MiB": sum_of_read,
+        "writes 128 MiB": lambda: write_128_mib.fill_(1.0),
+        "writes, idles 1 ms": lambda: (write_128_mib.fill_(1.0), torch.cuda._sleep(2_000_000)),
+    }
+    kernels = {  # name -> (run it, its profiler name, its neighbour before it in the program)
+        "copy, 256 MiB": (lambda: copy_256_mib[1].copy_(copy_256_mib[0]), "Memcpy", alone["triton_red_"]),
+        "pointwise (gelu)": (alone["triton_poi_"], "triton_poi_", alone["triton_red_"]),
+        "looped logsumexp": (alone["triton_red_"], "triton_red_", alone["triton_per_"]),
+    }
+    print(
+        f"{'median us, after a kernel that':<30}"
+        + "".join(f"{label:>20}" for label in before)
+        + f"{'its neighbour':>16}"
+    )
+    for name, (run, profiled_as, neighbour) in kernels.items():
+        for label, previous in {**before, "its neighbour": neighbour}.items():
+            after_us[name, label] = kernel_times_us(
+                lambda previous=previous, run=run: (previous(), run()), calls, only=profiled_as
+            )[0]
+        cells = [f"{after_us[name, label]:20.1f}" for label in before]
+        print(f"{name:<30}" + "".join(cells) + f"{after_us[name, 'its neighbour']:16.1f}")
+# --8<-- [end:previous-kernel]
+if device.type == "cuda":
+    in_program_us = {card["kind"]: card["bytes"] / card["gbps"] / 1e3 for card in triton_cards}
+    clean, dirty = after_us["looped logsumexp", "reads 128 MiB"], after_us["looped logsumexp", "writes 128 MiB"]
+    assert dirty > 1.1 * clean, "a kernel that only reads pays for the dirty lines its predecessor left"
+    assert after_us["looped logsumexp", "writes, idles 1 ms"] > 1.1 * clean, "an idle GPU does not write them back"
+    for name, kind in (("looped logsumexp", "reduction"), ("pointwise (gelu)", "pointwise")):
+        neighbour_us = after_us[name, "its neighbour"]
+        assert abs(in_program_us[kind] / neighbour_us - 1) < 0.05, f"{name}: after its neighbour as in the program"
+    for label in ("reads 128 MiB", "its neighbour"):
+        like_for_like = after_us["pointwise (gelu)", label] / after_us["copy, 256 MiB", label]
+        assert abs(like_for_like - 1) < 0.05, (
+            f"after the same kernel ({label}), the pointwise kernel takes the copy's time"
+        )

@@ -7,7 +7,9 @@ On a GPU the kernels are Triton; on a CPU they are C++ (the next page reads thos
 import io
 import logging
 import re
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 import torch
 from _program import block, kernel_kind, make_inputs
@@ -113,6 +115,36 @@ print("kernels benchmarked:", benchmarked)
 if device.type == "cuda":
     assert len(benchmarked) >= 1, "at least one kernel had several configs to choose from"
     assert len(re.findall(", nreg ", log_text.getvalue())) > len(benchmarked), "several configs per benchmarked kernel"
+
+# --8<-- [start:autotuner-clock]
+# profile_bandwidth=True makes each kernel time itself on its first run with the autotuner's own
+# bench(), and writes the times to profile_bandwidth_output. One change between the two runs: the
+# clock. By default bench() reads CUDA events around each call of the kernel; with
+# profile_bandwidth_with_do_bench_using_profiling it reads the GPU time the profiler records.
+bench_ms = {}  # (kernel, clock) -> ms
+for clock, profiler_clock in (("CUDA events", False), ("profiler", True)):
+    report = Path(tempfile.mkdtemp()) / "bandwidth.txt"
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(
+        force_disable_caches=True,
+        profile_bandwidth=True,
+        profile_bandwidth_output=str(report),
+        benchmark_harness=False,  # with it, torch 2.11 fails to compile when an output file is set
+        profile_bandwidth_with_do_bench_using_profiling=profiler_clock,
+    ):
+        torch.compile(block)(*inputs)
+    for fields in map(str.split, report.read_text().splitlines() if report.exists() else []):
+        if fields and fields[-1] in kernels:  # "0.092ms  0.268 GB  2905.12GB/s  28.02%  triton_poi_..."
+            bench_ms[fields[-1], clock] = float(fields[0].removesuffix("ms"))
+for name in kernels:
+    if (name, "profiler") in bench_ms:
+        events_us, profiler_us = (bench_ms[name, clock] * 1e3 for clock in ("CUDA events", "profiler"))
+        print(f"{name[:45]:<45} CUDA events {events_us:6.1f} us   profiler {profiler_us:6.1f} us")
+# --8<-- [end:autotuner-clock]
+if device.type == "cuda":
+    events_over_profiler = {name: bench_ms[name, "CUDA events"] / bench_ms[name, "profiler"] for name in kernels}
+    assert events_over_profiler[by_kind["reduction"]] > 1.5, "the events time the host, not the 55 us kernel"
+    assert abs(events_over_profiler[by_kind["pointwise"]] - 1) < 0.1, "a longer kernel hides the host's time"
 
 # --8<-- [start:call]
 print(compile_tools.lines_between(wrapper, "def call(", "return ("))
