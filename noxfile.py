@@ -85,6 +85,18 @@ def record(session: nox.Session) -> None:
 
 
 @nox.session
+def drift(session: nox.Session) -> None:
+    """Run every CPU example under other torch releases and compare each with its committed recording:
+    `nox -s drift -- 2.11.0 2.14.1 2.15.0`. For authors, not a test: it installs each release's torch
+    (several GB) into .cache/drift/ and runs every CPU example once per release, and once more under
+    this session's own torch as the control. The Versions page reads what it writes to snippets/drift/."""
+    if not session.posargs:
+        session.error("name the torch releases, e.g. `nox -s drift -- 2.11.0 2.14.1 2.15.0`")
+    install(session, "docs")
+    session.run("python3", "-m", "execdocs.drift", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """Ruff, for style and the mistakes it can see without running anything."""
     if session.venv_backend != "none":

@@ -27,6 +27,7 @@ from execdocs.examples import all_examples
 from execdocs.layout import DEVICES
 from execdocs.markdown_blocks import blocks
 from execdocs.pages import PageError, all_references, default_device, is_recording_gap, problem
+from execdocs.render import VERSIONS_HREF
 
 log = logging.getLogger("mkdocs.plugins.execdocs")
 
@@ -101,5 +102,8 @@ def on_page_markdown(markdown, page, config, files):
 
 def on_page_content(html, page, config, files):
     html = reader_html.keyboard_scrollable_code(reader_html.without_code_in_search(html))
+    if VERSIONS_HREF in html:  # the line under two tabs of different torch releases links the Versions page
+        versions = files.get_file_from_path("versions.md")
+        html = html.replace(VERSIONS_HREF, versions.url_relative_to(page.file) if versions else "")
     html = diagrams.load_where_drawn(html, page, files)
     return labs.finish_page(html, page, config, files)

@@ -104,11 +104,30 @@ def show_tabs(target: str, lang: str | dict[str, str] = "text") -> None:
 
     `lang` may differ per device, e.g. {"cuda": "python", "cpu": "cpp"} for generated kernels.
     """
-    tabs = []
+    tabs, results = [], []
     for device in ("cuda", "cpu"):
         text, result = render(target, device, lang if isinstance(lang, str) else lang[device])
         label = (device_name(result) if result else DEVICE_LABELS[device]) + (
             " (recorded)" if device != machine_device() else ""
         )
         tabs.append(f'=== "{label}"\n\n{textwrap.indent(text, "    ")}')
-    print_to_block("\n".join(tabs))
+        results.append(result)
+    print_to_block("\n".join(tabs) + releases_line(*results))
+
+
+# The Versions page's address relative to the page that shows the line; the MkDocs hook fills it in.
+VERSIONS_HREF = "execdocs-versions-page"
+
+
+def releases_line(gpu: Result | None, cpu: Result | None) -> str:
+    """Where two tabs ran different torch releases, one line under them that says so."""
+    if gpu is None or cpu is None:
+        return ""
+    releases = [result.stamp["torch"].split("+")[0] for result in (gpu, cpu)]
+    if releases[0] == releases[1]:
+        return ""
+    return (
+        f'\n<p class="execdocs-releases">The tabs ran different torch releases ({releases[0]} on the '
+        f"{device_name(gpu)}, {releases[1]} on the CPU): a difference between them may be the release's, "
+        f'not the device\'s. <a href="{VERSIONS_HREF}">Versions</a> runs the CPU examples under both.</p>\n'
+    )

@@ -7,6 +7,7 @@ Inductor's config, logging and environment variables are process-global.
 """
 
 import os
+import re
 import sys
 import sysconfig
 import tempfile
@@ -65,7 +66,14 @@ def without_machine_paths(text: str) -> str:
     ]:
         if folder:
             text = text.replace(folder.rstrip("/") + "/", short + "/")
-    return text.replace(f"{ROOT}/", "")
+    text = SITE_PACKAGES.sub("<site-packages>/", text.replace(f"{ROOT}/", ""))  # also where torch made it relative
+    return RUNNER_FRAME.sub("", text)
+
+
+# A path into an environment's packages, however torch printed it, and a traceback's frame in this
+# runner (with its source line): the page shows the example's code, not the harness that ran it.
+SITE_PACKAGES = re.compile(r"[^\s\"'(]*/site-packages/")
+RUNNER_FRAME = re.compile(r'^ *File "execdocs/[^"]+", line \d+, in \S+\n(?: {4,}\S.*\n)?', re.MULTILINE)
 
 
 def with_section_switches(source: str) -> str:

@@ -39,14 +39,15 @@ def usable(example: Example, device: str) -> Result | None:
     return result if result.ok and result.is_fresh() else None
 
 
-def run_now(example: Example, device: str, keep: bool = True) -> Result:
-    """Run the example in a fresh process and, unless told not to, keep its result."""
-    env = child_env(EXECDOCS_DEVICE=device)
+def run_now(example: Example, device: str, keep: bool = True, python: str = sys.executable, **env_extra: str) -> Result:
+    """Run the example in a fresh process of `python` and, unless told not to, keep its result.
+    `env_extra` adds to the child's environment (the drift runs give each torch its own caches)."""
+    env = child_env(EXECDOCS_DEVICE=device, **env_extra)
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # the same code path a CPU-only machine takes
     with tempfile.TemporaryDirectory() as scratch:
         destination = Path(scratch) / "result.json"
-        command = [sys.executable, "-m", "execdocs.run_example", example.name, device, str(destination)]
+        command = [python, "-m", "execdocs.run_example", example.name, device, str(destination)]
         try:
             process = subprocess.run(
                 command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_SECONDS

@@ -5,7 +5,7 @@ import pytest
 from execdocs.examples import Example, ExampleError
 from execdocs.markdown_blocks import blocks
 from execdocs.pages import include_target, page_references
-from execdocs.run_example import with_section_switches
+from execdocs.run_example import with_section_switches, without_machine_paths
 
 PAGE = """\
 # Title
@@ -78,3 +78,18 @@ def test_bad_section_markers_are_named_with_their_line(tmp_path, monkeypatch, so
     with pytest.raises(ExampleError, match=complaint) as raised:
         _ = example.sections
     assert "examples/demo/example.py:" in str(raised.value)
+
+
+def test_outputs_show_neither_the_harness_frames_nor_an_environment_path():
+    traceback = (
+        '  File "execdocs/run_example.py", line 149, in <module>\n'
+        "    sys.exit(main())\n"
+        '  File "examples/debugging/torch_logs.py", line 10, in <module>\n'
+        "    f(x)\n"
+        "V1122 07:55 .venv/lib/python3.11/site-packages/torch/_logging/_internal.py:1328] a record\n"
+    )
+    assert without_machine_paths(traceback) == (
+        '  File "examples/debugging/torch_logs.py", line 10, in <module>\n'
+        "    f(x)\n"
+        "V1122 07:55 <site-packages>/torch/_logging/_internal.py:1328] a record\n"
+    )

@@ -141,8 +141,8 @@ compile_tools.print_stamp()
 
 # %% [markdown]
 # Read the table with its context: the versions and the device are on the last line, and
-# these are medians of 30 calls on a machine that may be doing other work. (The published site
-# runs this notebook on a GPU; run it on yours to get your numbers.)
+# these are medians of 30 calls on a machine that may be doing other work. (The site's build runs
+# this notebook on its CPU, as the last line says; run it on your GPU to get your numbers.)
 #
 # Questions to ask of your table:
 #

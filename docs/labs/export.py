@@ -41,7 +41,10 @@ model = Scorer().to(device).eval()
 x = torch.randn(8, 32, device=device)
 
 # %% [markdown]
-# First, see both refusals:
+# First, see the refusal, without and with a dynamic batch. Both calls stop at the same line, the
+# branch on tensor data: export reports the first problem it meets. The batch written into `view`
+# is a second problem, which export reports once the branch is gone (try it: replace only the
+# branch, and export with the dynamic batch).
 
 # %%
 # The refusals are printed below; the shape system would also log a warning and print the whole graph.
