@@ -36,20 +36,20 @@ from execdocs.store import Result, load_committed
 
 DRIFT = SNIPPETS / "drift"
 VENVS = CACHE / "drift"
-# The packages examples import besides torch and the standard library, installed at the project's pins.
-EXAMPLE_PACKAGES = ("numpy", "filelock", "matplotlib", "depyf", "tlparse", "transformers", "triton")
 # Numbers, hexadecimal addresses and long generated names (cache keys, temporary folders) vary from run to
 # run; a section whose text differs only in those changed "in numbers only".
 VARYING = re.compile(r"0x[0-9a-f]+|\b[a-z0-9_]{24,}\b|\d+(\.\d+)?(e[+-]?\d+)?", re.IGNORECASE)
 
 
-def pins() -> dict[str, str]:
-    """Requirement strings of the project's dependencies and groups, by package name."""
+def example_requirements() -> list[str]:
+    """What an example's process imports besides torch, at the project's pins: the project's other
+    dependencies, and the docs and models groups (execdocs itself imports MkDocs' utilities)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    requirements = project["project"]["dependencies"] + [
-        requirement for group in project["dependency-groups"].values() for requirement in group
+    groups = project["dependency-groups"]
+    dependencies = [
+        requirement for requirement in project["project"]["dependencies"] if not requirement.startswith("torch")
     ]
-    return {re.split(r"[=<>!~ ;]", requirement)[0].lower(): requirement for requirement in requirements}
+    return dependencies + groups["docs"] + groups["models"]
 
 
 def environment_for(release: str) -> Path:
@@ -58,14 +58,12 @@ def environment_for(release: str) -> Path:
     python = venv / "bin" / "python"
     if not (venv / "ready").is_file():
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        pinned = pins()
-        packages = [pinned[name] for name in EXAMPLE_PACKAGES if name in pinned and name != "triton"]
         # The release's own torch decides its triton; a machine's pip configuration may cap torch's
         # release, so this environment reads no configuration file.
         env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
         pip = [str(python), "-m", "pip", "install", "--quiet"]
         subprocess.run([*pip, f"torch=={release}"], check=True, env=env)
-        subprocess.run([*pip, *packages, f"torch=={release}"], check=True, env=env)
+        subprocess.run([*pip, *example_requirements(), f"torch=={release}"], check=True, env=env)
         (venv / "ready").write_text(release)
     return python
 
@@ -88,7 +86,9 @@ def section_change(old: str | None, new: str | None) -> dict:
         for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines).get_opcodes()
         if tag != "equal"
     )
-    return {"change": "numbers" if normalized(old) == normalized(new) else "text", "lines_changed": changed}
+    # A table sorted by time reorders its rows when its times move: the same lines in another order.
+    same_lines = sorted(normalized(old).splitlines()) == sorted(normalized(new).splitlines())
+    return {"change": "numbers" if same_lines else "text", "lines_changed": changed}
 
 
 def counts(change: str, control: str) -> bool:
@@ -107,7 +107,10 @@ def compare(example: Example, result: Result, control: dict[str, str] | None) ->
     sections = {}
     for name in sorted(set(old) | set(result.sections)):
         change = section_change(old.get(name), result.sections.get(name))
-        in_control = "same" if control is None else control.get(name, "same")
+        if control is None:  # the control run is the yardstick: what it changed varies from run to run
+            sections[name] = {**change, "control": change["change"], "counts": False}
+            continue
+        in_control = control.get(name, "same")
         sections[name] = {**change, "control": in_control, "counts": counts(change["change"], in_control)}
     changed = [name for name, change in sections.items() if change["counts"]]
     status = "failed" if not result.ok else "changed" if changed else "held"
@@ -120,6 +123,24 @@ def compare(example: Example, result: Result, control: dict[str, str] | None) ->
     # tabs reads here whether the CPU under the GPU recording's release printed what the GPU tab shows.
     record["new_output"] = {name: text for name, text in result.sections.items() if sections[name]["change"] != "same"}
     return record
+
+
+def reclassified(report: dict, control: dict[str, dict] | None) -> dict:
+    """The report's verdicts computed again from what it kept (every section that differed from the
+    recording), against the committed recordings as they are now: no example runs."""
+    records = []
+    for record in report["examples"]:
+        example = Example(record["example"])
+        committed = load_committed(example, "cpu")
+        printed = {
+            name: record["new_output"].get(name, committed.sections.get(name) if committed else None)
+            for name, change in record["sections"].items()
+            if change["change"] != "missing"
+        }
+        error = {**record["error"], "traceback": ""} if record.get("error") else None
+        result = Result(example.name, "cpu", record["key"], record["inputs"], {}, printed, error, record["seconds"])
+        records.append(compare(example, result, None if control is None else control.get(example.name, {})))
+    return {**report, "examples": records}
 
 
 def run_release(release: str | None, examples: list[Example], control: dict[str, dict], jobs: int) -> dict:
@@ -164,6 +185,19 @@ def save(report: dict, rechecked: list[str] | None) -> None:
     path.write_text(json.dumps(report, indent=1))
 
 
+def reclassify(releases: list[str]) -> int:
+    """After the rules or the recordings changed: every stored report's verdicts, computed again."""
+    control = reclassified(json.loads((DRIFT / "control.json").read_text()), None)
+    save(control, None)
+    in_control = {
+        record["example"]: {name: change["change"] for name, change in record["sections"].items()}
+        for record in control["examples"]
+    }
+    for release in releases:
+        save(reclassified(json.loads((DRIFT / f"{release}.json").read_text()), in_control), None)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("releases", nargs="+", help="torch releases, e.g. 2.11.0 2.14.1 2.15.0")
@@ -171,7 +205,12 @@ def main() -> int:
     parser.add_argument(
         "--examples", nargs="+", metavar="CHAPTER/TOPIC", help="re-check only these, keeping the others' verdicts"
     )
+    parser.add_argument(
+        "--reclassify", action="store_true", help="run nothing: compute the stored reports' verdicts again"
+    )
     arguments = parser.parse_args()
+    if arguments.reclassify:
+        return reclassify(arguments.releases)
     examples = [example for example in all_examples() if example.runs_on("cpu")]
     if arguments.examples:
         unknown = set(arguments.examples) - {example.name for example in examples}

@@ -95,3 +95,28 @@ def show_change(example: str, section: str, release: str) -> None:
     print_to_block(
         "\n".join(f'=== "{label}"\n\n    ```text\n{textwrap.indent(text, "    ")}\n    ```\n' for label, text in tabs)
     )
+
+
+def show_control() -> None:
+    """What the control run says varies from one run to the next under the recorded release."""
+    control = next(report for report in reports() if report["release"] == "control")
+    changes = [change["change"] for record in control["examples"] for change in record["sections"].values()]
+    varied = {kind: changes.count(kind) for kind in ("numbers", "text")}
+    print_to_block(
+        f"In the control run, {len(changes) - changes.count('same')} of the {len(changes)} sections printed "
+        f"something else than the recording: {varied['numbers']} only in numbers (times, sizes, addresses) and "
+        f"{varied['text']} in their text (such as the vector instructions Inductor found on the machine's CPU). "
+        "Those sections vary from run to run, or from machine to machine, under the recorded release, and a "
+        "release is not charged with what they vary in."
+    )
+
+
+def show_failures(release: str) -> None:
+    """Each example that failed under `release`: where, and the first line of what it raised."""
+    report = next(report for report in reports() if report["release"] == release)
+    rows = ["| example | failed at | with |", "|---|---|---|"]
+    for record in report["examples"]:
+        if record["status"] == "failed":
+            message = record["error"]["summary"].strip().splitlines()[0].replace("|", "\\|")[:160]
+            rows.append(f"| `{record['example']}` | `{record['error']['location']}` | {message} |")
+    print_to_block("\n".join(rows))

@@ -61,3 +61,16 @@ def test_a_column_padded_to_its_numbers_changes_in_numbers_only():
         drift.section_change("guards     6.6 us\nregion   171.9 us", "guards    16.6 us\nregion  1016.6 us")["change"]
         == "numbers"
     )
+
+
+def test_rows_a_table_sorted_by_time_reorders_change_in_numbers_only():
+    old = " 53%  aten::addmm\n 20%  aten::gelu\n 11%  aten::native_layer_norm"
+    new = " 42%  aten::addmm\n 11%  aten::native_layer_norm\n 23%  aten::gelu"
+    assert drift.section_change(old, new)["change"] == "numbers"
+
+
+def test_reclassifying_a_report_reads_what_it_kept(monkeypatch):
+    monkeypatch.setattr(drift, "load_committed", lambda example, device: fake_result({"a": "1 graph", "b": "x"}))
+    record = drift.compare(Example("dynamo/guards"), fake_result({"a": "2 graphs", "b": "x"}), {})
+    report = drift.reclassified({"release": "2.15.0", "examples": [record]}, {"a": "same", "b": "same"})
+    assert report["examples"][0]["status"] == "changed" and report["examples"][0]["new_output"] == {"a": "2 graphs"}
