@@ -11,6 +11,8 @@ from torch import nn
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.utils import counters
 
+import compile_tools
+
 torch.manual_seed(0)
 
 
@@ -131,3 +133,35 @@ for _ in range(3):
     eager_optimizer.zero_grad()
 for compiled_p, eager_p in zip(model.parameters(), trained.parameters(), strict=True):
     torch.testing.assert_close(compiled_p, eager_p)
+
+
+# --8<-- [start:lr-scheduler]
+def graphs_in_five_steps(lr) -> int:
+    """Graphs Dynamo compiles for the optimizer's step over five steps of a scheduler that halves the rate."""
+    model = fresh_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.5)
+    torch._dynamo.reset()
+    counters.clear()
+
+    @torch.compile  # Inductor, the default backend
+    def update():
+        optimizer.step()
+
+    for _ in range(5):
+        nn.functional.mse_loss(model(x), y).backward()
+        update()
+        optimizer.zero_grad()
+        scheduler.step()  # a new rate for the next step
+    return counters["stats"]["unique_graphs"]
+
+
+with compile_tools.captured_logs(recompiles=True) as log:
+    graphs_with_float = graphs_in_five_steps(0.1)
+reason = next(line.split("#")[0].strip() for line in log.getvalue().splitlines() if "['lr'] ==" in line)
+print(f"lr=0.1:               {graphs_with_float} graphs in 5 steps; the first recompile's reason: {reason}")
+graphs_with_tensor = graphs_in_five_steps(torch.tensor(0.1))
+print(f"lr=torch.tensor(0.1): {graphs_with_tensor} graph in 5 steps")
+# --8<-- [end:lr-scheduler]
+assert graphs_with_float == 5, "every new rate fails the guard on the baked-in constant: one graph per step"
+assert graphs_with_tensor == 1, "a tensor rate is an input of the graph: nothing recompiles"
