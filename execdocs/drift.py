@@ -30,11 +30,10 @@ from pathlib import Path
 
 from execdocs.environment import machine_stamp
 from execdocs.examples import Example, all_examples
-from execdocs.layout import CACHE, ROOT, SNIPPETS
+from execdocs.layout import CACHE, DRIFT, ROOT
 from execdocs.runner import run_now
 from execdocs.store import Result, load_committed
 
-DRIFT = SNIPPETS / "drift"
 VENVS = CACHE / "drift"
 # Numbers, hexadecimal addresses and long generated names (cache keys, temporary folders) vary from run to
 # run; a section whose text differs only in those changed "in numbers only".
@@ -185,14 +184,19 @@ def save(report: dict, rechecked: list[str] | None) -> None:
     path.write_text(json.dumps(report, indent=1))
 
 
+def section_changes(control: dict) -> dict[str, dict[str, str]]:
+    """The control run's change of each section, by example: what the releases are judged against."""
+    return {
+        record["example"]: {name: change["change"] for name, change in record["sections"].items()}
+        for record in control["examples"]
+    }
+
+
 def reclassify(releases: list[str]) -> int:
     """After the rules or the recordings changed: every stored report's verdicts, computed again."""
     control = reclassified(json.loads((DRIFT / "control.json").read_text()), None)
     save(control, None)
-    in_control = {
-        record["example"]: {name: change["change"] for name, change in record["sections"].items()}
-        for record in control["examples"]
-    }
+    in_control = section_changes(control)
     for release in releases:
         save(reclassified(json.loads((DRIFT / f"{release}.json").read_text()), in_control), None)
     return 0
@@ -219,10 +223,7 @@ def main() -> int:
         examples = [example for example in examples if example.name in arguments.examples]
     DRIFT.mkdir(parents=True, exist_ok=True)
     control = run_release(None, examples, {}, arguments.jobs)
-    in_control = {
-        record["example"]: {name: change["change"] for name, change in record["sections"].items()}
-        for record in control["examples"]
-    }
+    in_control = section_changes(control)
     save(control, arguments.examples)
     for release in arguments.releases:
         report = run_release(release, examples, in_control, arguments.jobs)

@@ -13,11 +13,9 @@ import json
 import textwrap
 
 from execdocs.examples import Example, content_key
-from execdocs.layout import SNIPPETS
-from execdocs.render import print_to_block
+from execdocs.layout import DRIFT
+from execdocs.render import fenced, print_to_block
 from execdocs.store import load_committed
-
-DRIFT = SNIPPETS / "drift"
 
 
 def reports() -> list[dict]:
@@ -93,7 +91,7 @@ def show_change(example: str, section: str, release: str) -> None:
         (f"torch {release}", record["new_output"][section]),
     ]
     print_to_block(
-        "\n".join(f'=== "{label}"\n\n    ```text\n{textwrap.indent(text, "    ")}\n    ```\n' for label, text in tabs)
+        "\n".join(f'=== "{label}"\n\n{textwrap.indent(fenced(text, "text"), "    ")}\n' for label, text in tabs)
     )
 
 

@@ -11,6 +11,8 @@ SNIPPETS = ROOT / "snippets"
 OUTPUTS = SNIPPETS / "outputs"
 # What `record --twice` found when it ran each example twice: reproduction/<device>/<chapter>/<topic>.json
 REPRODUCTION = SNIPPETS / "reproduction"
+# The drift run's verdicts, one file per torch release and one for its control: drift/<release>.json
+DRIFT = SNIPPETS / "drift"
 CACHE = ROOT / ".cache"
 VENDOR = CACHE / "vendor"
 INDUCTOR_CACHE = CACHE / "inductor"

@@ -42,7 +42,7 @@ def section_result(target: str, device: str | None) -> tuple[Reference, Result |
     return reference, result, None
 
 
-def _fenced(text: str, lang: str) -> str:
+def fenced(text: str, lang: str) -> str:
     longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * (longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
@@ -70,7 +70,7 @@ def render(target: str, device: str | None = None, lang: str = "text") -> tuple[
     reference, result, preview_warning = section_result(target, device)
     if result is None:  # preview only: nothing recorded yet
         return f'!!! failure "Not recorded yet"\n\n    {preview_warning}\n', None
-    output = _fenced(result.sections[reference.section], lang)
+    output = fenced(result.sections[reference.section], lang)
     source = f"<code>{reference.example.display_path}</code>"
     stamp = f'<p class="execdocs-stamp">Output of {source} · {stamp_line(result)}</p>'
     if result.device == machine_device():

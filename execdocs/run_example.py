@@ -9,7 +9,6 @@ Inductor's config, logging and environment variables are process-global.
 import os
 import re
 import sys
-import sysconfig
 import tempfile
 import time
 import traceback
@@ -57,16 +56,13 @@ class SectionOutput:
 def without_machine_paths(text: str) -> str:
     """Replace this machine's folders, which torch prints in full, with short names for the page.
 
-    The installed packages and Inductor's cache sit inside the repository in a nox environment,
-    so they go first; the repository's own prefix goes last, leaving paths relative to it.
+    Inductor's cache sits inside the repository, so it goes first; then the repository's own prefix,
+    leaving paths relative to it; then any path into installed packages, absolute or relative.
     """
-    for folder, short in [
-        (sysconfig.get_path("purelib"), "<site-packages>"),
-        (os.environ.get("TORCHINDUCTOR_CACHE_DIR"), "<inductor-cache>"),
-    ]:
-        if folder:
-            text = text.replace(folder.rstrip("/") + "/", short + "/")
-    text = SITE_PACKAGES.sub("<site-packages>/", text.replace(f"{ROOT}/", ""))  # also where torch made it relative
+    inductor_cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if inductor_cache:
+        text = text.replace(inductor_cache.rstrip("/") + "/", "<inductor-cache>/")
+    text = SITE_PACKAGES.sub("<site-packages>/", text.replace(f"{ROOT}/", ""))
     return RUNNER_FRAME.sub("", text)
 
 
