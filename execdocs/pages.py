@@ -2,7 +2,7 @@
 
 A page refers to an example in two ways: a code block that includes one of its sections with
 `--8<-- "examples/<chapter>/<topic>.py:<section>"`, and a markdown-exec block that calls
-`show("<chapter>/<topic>:<section>")` (or `show_tabs`, or `show_plot`) to print that section's output.
+`show("<chapter>/<topic>:<section>")` (or `show_tabs`, `show_quote` or `show_plot`) to print that section's output.
 """
 
 import ast
@@ -14,7 +14,7 @@ from execdocs.layout import DOCS, relative
 from execdocs.markdown_blocks import Block, blocks
 from execdocs.store import Result
 
-SHOW_CALLS = {"show": None, "show_plot": None, "show_tabs": ("cuda", "cpu")}
+SHOW_CALLS = {"show": None, "show_plot": None, "show_quote": None, "show_tabs": ("cuda", "cpu")}
 
 
 class PageError(Exception):
@@ -30,6 +30,7 @@ class Reference:
     section: str
     device: str | None  # None: whatever device the build runs on
     shows_output: bool  # False for a code include
+    quotes: tuple[str, ...] = ()  # show_quote's: the output's lines that contain one of these are shown
 
     @property
     def where(self) -> str:
@@ -54,7 +55,7 @@ def default_device(example: Example, machine: str) -> str:
     return machine if example.runs_on(machine) else example.devices[0]
 
 
-def _show_calls(block: Block, page: str) -> list[tuple[str, str | None]]:
+def _show_calls(block: Block, page: str) -> list[tuple[str, str | None, tuple[str, ...]]]:
     try:
         tree = ast.parse(block.body)
     except SyntaxError as error:
@@ -76,7 +77,8 @@ def _show_calls(block: Block, page: str) -> list[tuple[str, str | None]]:
         devices = (
             SHOW_CALLS[name] or [keyword.value.value for keyword in node.keywords if keyword.arg == "device"] or [None]
         )
-        calls.extend((node.args[0].value, device) for device in devices)
+        quotes = tuple(arg.value for arg in node.args[1:] if name == "show_quote" and isinstance(arg, ast.Constant))
+        calls.extend((node.args[0].value, device, quotes) for device in devices)
     return calls
 
 
@@ -85,12 +87,16 @@ def page_references(path: Path) -> list[Reference]:
     references = []
     for block in blocks(path.read_text()):
         block_id = block.attrs.get("id", f"at line {block.line}")
-        targets = [(include_target(target), None, False) for target in block.includes if target.startswith("examples/")]
+        targets = [
+            (include_target(target), None, False, ()) for target in block.includes if target.startswith("examples/")
+        ]
         if block.lang == "python" and block.executed:
-            targets += [(target, device, True) for target, device in _show_calls(block, page)]
-        for target, device, shows_output in targets:
+            targets += [(target, device, True, quotes) for target, device, quotes in _show_calls(block, page)]
+        for target, device, shows_output, quotes in targets:
             name, section = parse_target(target)
-            references.append(Reference(page, block.line, block_id, Example(name), section, device, shows_output))
+            references.append(
+                Reference(page, block.line, block_id, Example(name), section, device, shows_output, quotes)
+            )
     return references
 
 
@@ -158,4 +164,16 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
             f"{where}: section '{reference.section}' of {example.display_path} never ran on {device}; "
             f"make sure the code between its markers runs, or re-record it."
         )
+    unmatched = missing_quotes(result.sections[reference.section], reference.quotes)
+    if unmatched:
+        return (
+            f"{where}: no line of the {device} output of section '{reference.section}' contains "
+            f"{', '.join(map(repr, unmatched))}; the output changed since the page quoted it: "
+            "quote a line it prints now, and re-read the figures the prose takes from it."
+        )
     return None
+
+
+def missing_quotes(text: str, quotes: tuple[str, ...]) -> list[str]:
+    """The quotes that no line of `text` contains."""
+    return [quote for quote in quotes if not any(quote in line for line in text.splitlines())]

@@ -17,7 +17,7 @@ import textwrap
 from execdocs import runner
 from execdocs.environment import can_run, machine_device, preview
 from execdocs.examples import Example
-from execdocs.pages import Reference, default_device, is_recording_gap, parse_target, problem
+from execdocs.pages import Reference, default_device, is_recording_gap, missing_quotes, parse_target, problem
 from execdocs.store import Result
 
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
@@ -65,12 +65,23 @@ def recorded_title(result: Result) -> str:
     return f"Recorded on {where} with torch {result.stamp['torch']} on {result.stamp['date']}"
 
 
-def render(target: str, device: str | None = None, lang: str = "text") -> tuple[str, Result | None]:
-    """The Markdown that shows a section's output, and the result it came from."""
+def quoted_lines(target: str, text: str, quotes: tuple[str, ...]) -> str:
+    """The lines of a section's output that contain one of `quotes`, in output order; every quote must match."""
+    unmatched = missing_quotes(text, quotes)
+    if unmatched:
+        raise ShowError(f"show_quote: no line of {target}'s output contains {', '.join(map(repr, unmatched))}")
+    return "\n".join(line for line in text.splitlines() if any(quote in line for quote in quotes))
+
+
+def render(
+    target: str, device: str | None = None, lang: str = "text", quotes: tuple[str, ...] = ()
+) -> tuple[str, Result | None]:
+    """The Markdown that shows a section's output (only the lines containing `quotes`, if given), and its result."""
     reference, result, preview_warning = section_result(target, device)
     if result is None:  # preview only: nothing recorded yet
         return f'!!! failure "Not recorded yet"\n\n    {preview_warning}\n', None
-    output = fenced(result.sections[reference.section], lang)
+    text = result.sections[reference.section]
+    output = fenced(quoted_lines(target, text, quotes) if quotes else text, lang)
     source = f"<code>{reference.example.display_path}</code>"
     stamp = f'<p class="execdocs-stamp">Output of {source} · {stamp_line(result)}</p>'
     if result.device == machine_device():
@@ -97,6 +108,12 @@ def print_to_block(markdown: str) -> None:
 def show(target: str, device: str | None = None, lang: str = "text") -> None:
     """Print a section's output as Markdown; `device="cuda"` asks for the GPU recording."""
     print_to_block(render(target, device, lang)[0])
+
+
+def show_quote(target: str, *quotes: str, device: str | None = None) -> None:
+    """Print the lines of a section's output that contain `quotes`: for a page that cites figures another
+    page measured, so that each figure is the output itself and a changed output fails the build."""
+    print_to_block(render(target, device, quotes=quotes)[0])
 
 
 def show_tabs(target: str, lang: str | dict[str, str] = "text") -> None:

@@ -64,6 +64,18 @@ def test_a_missing_section_says_how_to_add_it(sandbox):
     assert "# --8<-- [start:second]" in build.stderr
 
 
+def test_a_quote_the_output_no_longer_prints_fails_the_build(sandbox):
+    sandbox.write("examples/demo/example.py", SECTION_THEN_FALSE_CLAIM.replace("assert 1 + 1 == 3", ""))
+    page = '# Demo\n\n```python exec="on" id="demo/example:first"\nfrom execdocs import show_quote\n'
+    sandbox.write("docs/index.md", page + 'show_quote("demo/example:first", "{quote}")\n```\n'.format(quote="hello"))
+    assert sandbox.build().returncode == 0
+    sandbox.write("docs/index.md", page + 'show_quote("demo/example:first", "goodbye")\n```\n')
+    build = sandbox.build()
+    assert build.returncode != 0
+    assert "docs/index.md:3 (block demo/example:first)" in build.stderr
+    assert "no line of the cpu output of section 'first' contains 'goodbye'" in build.stderr
+
+
 def test_a_missing_gpu_recording_names_the_command_that_records_it(sandbox):
     sandbox.write("examples/demo/example.py", "# execdocs: devices=cuda\n" + SECTION_THEN_FALSE_CLAIM)
     sandbox.write("docs/index.md", SHOW_FIRST.format(section="first"))
