@@ -1,0 +1,96 @@
+"""Several CPU processes that form one process group over gloo: the ranks of a small cluster, on one machine.
+
+Import it from an example of this chapter: `from distributed import _ranks`. The example's file is
+started once per rank with the argument `rank`; `rank_main` joins the group and runs the example's
+function there; `run_ranks`, in the example's own process, starts the ranks and collects what each
+returned. Every rank's process is stopped after a time limit, and a rank that raises stops the
+others and fails the example with that rank's file and line.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RANK_TIMEOUT_S = 300  # a rank's work takes seconds; one that hangs (say, waiting for a dead peer) must not hang
+POLL_S = 0.05
+# The last frame of a traceback that lies in an example of this project: where the rank failed.
+EXAMPLE_FRAME = re.compile(r'File "(?:[^"]*/)?(examples/[^"]+)", line (\d+)')
+
+
+class RankFailed(RuntimeError):
+    """A rank raised or ran past its time limit; the message names the rank and where it failed."""
+
+
+def is_rank_process() -> bool:
+    return len(sys.argv) > 1 and sys.argv[1] == "rank"
+
+
+def rank_main(work) -> None:
+    """In a rank's process: join the group through the rendezvous file, run work(rank, world_size, *args),
+    print its JSON-able result as the last line, leave the group."""
+    import torch.distributed as dist
+
+    rank, world_size, rendezvous, *args = sys.argv[2:]
+    # A file, not a TCP port, for the rendezvous: two examples or two test workers at once can't collide;
+    # gloo's own connections then use ports the operating system picks.
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=int(rank), world_size=int(world_size))
+    try:
+        result = work(int(rank), int(world_size), *args)
+    finally:
+        dist.destroy_process_group()
+    print(json.dumps(result))
+
+
+# --8<-- [start:run-ranks]
+def run_ranks(script: str, world_size: int, *args: str, timeout_s: float = RANK_TIMEOUT_S) -> list:
+    """Start `script` once per rank (with `rank <rank> <world_size> <rendezvous> *args`) and return each
+    rank's result, in rank order. Stops every rank when one fails or the time limit passes."""
+    with tempfile.TemporaryDirectory(prefix="ranks-") as scratch:
+        rendezvous = os.path.join(scratch, "rendezvous")
+        logs = [(Path(scratch) / f"rank{rank}.out", Path(scratch) / f"rank{rank}.err") for rank in range(world_size)]
+        processes = []
+        for rank, (out, err) in enumerate(logs):
+            command = [sys.executable, script, "rank", str(rank), str(world_size), rendezvous, *args]
+            with open(out, "w") as stdout, open(err, "w") as stderr:
+                processes.append(subprocess.Popen(command, stdout=stdout, stderr=stderr))
+        try:
+            wait_for_all(processes, logs, timeout_s)
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        return [json.loads(out.read_text().strip().splitlines()[-1]) for out, _ in logs]
+
+
+# --8<-- [end:run-ranks]
+
+
+def wait_for_all(processes: list, logs: list, timeout_s: float) -> None:
+    """Return when every rank exited cleanly; raise RankFailed for the first that did not."""
+    deadline = time.monotonic() + timeout_s
+    while any(process.poll() is None for process in processes):
+        for rank, process in enumerate(processes):
+            if process.poll() not in (None, 0):
+                raise RankFailed(failure(rank, logs[rank][1].read_text()))
+        if time.monotonic() > deadline:
+            late = ", ".join(str(rank) for rank, process in enumerate(processes) if process.poll() is None)
+            raise RankFailed(f"ranks still running after {timeout_s:.0f} s: {late}; every rank was stopped")
+        time.sleep(POLL_S)
+    for rank, process in enumerate(processes):
+        if process.returncode != 0:
+            raise RankFailed(failure(rank, logs[rank][1].read_text()))
+
+
+def failure(rank: int, stderr: str) -> str:
+    """One rank's failure in a sentence: the example file and line where it raised, and the error."""
+    frames = EXAMPLE_FRAME.findall(stderr)
+    where = f"{frames[-1][0]}:{frames[-1][1]}" if frames else "outside the examples"
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    error = lines[-1] if lines else "(nothing on stderr)"
+    return f"rank {rank} failed at {where}: {error}; every other rank was stopped"

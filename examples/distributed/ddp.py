@@ -1,0 +1,184 @@
+"""DDP and torch.compile: Dynamo's DDPOptimizer splits the graph where DDP's gradient buckets end.
+
+Run it as it is: `python examples/distributed/ddp.py`. Two ranks, each a Python process of its own on
+this machine's CPU (this same file, started with the argument `rank`), train over gloo.
+"""
+
+# execdocs: devices=cpu
+
+import copy
+import io
+import logging
+import re
+import sys
+import time
+
+import torch
+from torch import nn
+from torch._dynamo.testing import CompileCounterWithBackend
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import compile_tools
+from distributed import _ranks
+
+started = time.perf_counter()
+WORLD_SIZE, WIDTH, DEPTH, BATCH = 2, 512, 8, 32
+SITE_PACKAGES = re.compile(r"/\S*?site-packages/")  # a file's path up to the installed packages: dropped
+# (how the model is wrapped, DDP's bucket_cap_mb, torch._dynamo.config.optimize_ddp)
+SETTINGS = [
+    ("torch.compile(DDP(model))", 25, True),
+    ("torch.compile(DDP(model))", 1, True),
+    ("torch.compile(DDP(model))", 25, False),
+    ("DDP(torch.compile(model))", 25, True),
+    ("DDP(torch.compile(model))", 1, True),
+    ("DDP(torch.compile(model))", 25, False),
+]
+
+
+# --8<-- [start:model]
+class MLP(nn.Module):
+    """Eight 512-wide Linear layers with ReLUs: 1.05 MB of parameters per layer, in float32."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(WIDTH, WIDTH) for _ in range(DEPTH))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+
+# --8<-- [end:model]
+
+
+# --8<-- [start:wrap]
+def wrapped(model, wrapping: str, bucket_cap_mb: int, backend):
+    if wrapping == "torch.compile(DDP(model))":
+        return torch.compile(DDP(model, bucket_cap_mb=bucket_cap_mb), backend=backend)
+    return DDP(torch.compile(model, backend=backend), bucket_cap_mb=bucket_cap_mb)
+
+
+def gradients_after_one_step(module, x) -> list[torch.Tensor]:
+    module(x).sum().backward()  # DDP all-reduces the gradients during the backward pass
+    return [parameter.grad for parameter in module.parameters()]
+
+
+# --8<-- [end:wrap]
+
+
+def parameter_bytes(graph_module) -> int:
+    """Bytes of the parameters a Dynamo graph takes as inputs (Dynamo lifts a module's parameters into inputs)."""
+    inputs = [node for node in graph_module.graph.nodes if node.op == "placeholder"]
+    return sum(node.meta["example_value"].numel() * 4 for node in inputs if "_parameters_" in node.name)
+
+
+def ddp_optimizer_lines(log: io.StringIO) -> list[str]:
+    return [line for line in log.getvalue().splitlines() if line.startswith("DDPOptimizer used bucket cap")]
+
+
+def work(rank: int, world_size: int) -> dict:
+    """On each rank: one training step per setting, its Dynamo graphs counted, its gradients checked."""
+    torch.manual_seed(0)  # the same weights on every rank, as DDP requires
+    model = MLP()
+    x = torch.randn(BATCH, WIDTH, generator=torch.Generator().manual_seed(rank))  # each rank its own data
+    expected = gradients_after_one_step(DDP(copy.deepcopy(model)), x)  # eager DDP: the reference
+    log = io.StringIO()  # DDPOptimizer says, on the logger of its module, how many buckets it made
+    logger = logging.getLogger("torch._dynamo.backends.distributed")
+    logger.addHandler(logging.StreamHandler(log))
+    logger.setLevel(logging.INFO)
+    results = []
+    for wrapping, bucket_cap_mb, optimize_ddp in SETTINGS:
+        torch._dynamo.reset()
+        torch._dynamo.config.optimize_ddp = optimize_ddp
+        backend = CompileCounterWithBackend("eager")  # keeps Dynamo's graphs and runs them as they are
+        before = len(ddp_optimizer_lines(log))
+        gradients = gradients_after_one_step(wrapped(copy.deepcopy(model), wrapping, bucket_cap_mb, backend), x)
+        results.append({
+            "setting": [wrapping, bucket_cap_mb, optimize_ddp],
+            "layers_per_graph": [sum(node.target is torch._C._nn.linear for node in graph.graph.nodes)
+                                 for graph in backend.graphs],
+            "megabytes_per_graph": [parameter_bytes(graph) / 1e6 for graph in backend.graphs],
+            "log": ddp_optimizer_lines(log)[before:],
+            "largest_difference": max((g - e).abs().max().item() for g, e in zip(gradients, expected, strict=True)),
+        })  # fmt: skip
+    torch._dynamo.config.optimize_ddp = True
+    skips = io.StringIO()  # Dynamo's convert_frame logger says, at debug level, which frames it does not trace
+    frames_logger = logging.getLogger("torch._dynamo.convert_frame")
+    frames_logger.addHandler(logging.StreamHandler(skips))
+    frames_logger.setLevel(logging.DEBUG)
+    sequential = nn.Sequential(*[nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.ReLU()) for _ in range(DEPTH)])
+    outer = {}  # under torch.compile(DDP(model)): graphs, graph breaks' explanations, forward frames skipped
+    for name, module in (("MLP", model), ("nn.Sequential", sequential)):
+        torch._dynamo.reset()
+        skips.truncate(0)
+        backend = CompileCounterWithBackend("eager")
+        with compile_tools.captured_logs(graph_breaks=True) as breaks:
+            gradients_after_one_step(wrapped(copy.deepcopy(module), "torch.compile(DDP(model))", 25, backend), x)
+        skipped = [line for line in skips.getvalue().splitlines() if line.startswith("skipping: forward")]
+        outer[name] = {
+            "graphs": len(backend.graphs),
+            "explanations": [SITE_PACKAGES.sub("", line.strip()) for line in breaks.getvalue().splitlines()
+                             if "Explanation:" in line],  # fmt: skip
+            "skipped_forward": [SITE_PACKAGES.sub("", line.split("file: ")[-1].rstrip(")")) for line in skipped],
+        }
+    frames_logger.setLevel(logging.NOTSET)
+    torch._dynamo.reset()
+    backend = CompileCounterWithBackend("eager")
+    gradients_after_one_step(wrapped(copy.deepcopy(sequential), "DDP(torch.compile(model))", 25, backend), x)
+    outer["nn.Sequential, DDP(torch.compile(model))"] = {"graphs": len(backend.graphs)}
+    return {"settings": results, "outer": outer}
+
+
+if _ranks.is_rank_process():
+    _ranks.rank_main(work)
+    sys.exit(0)
+
+# --8<-- [start:graphs]
+ranks = _ranks.run_ranks(__file__, WORLD_SIZE)
+print(f"{WORLD_SIZE} ranks over gloo; one training step each; Dynamo's graphs on rank 0:")
+print(f"{'wrapping':27}{'bucket_cap_mb':>14}{'optimize_ddp':>13}{'graphs':>8}  layers per graph, MB of parameters")
+for result in ranks[0]["settings"]:
+    wrapping, bucket_cap_mb, optimize_ddp = result["setting"]
+    graphs = zip(result["layers_per_graph"], result["megabytes_per_graph"], strict=True)
+    sizes = ", ".join(f"{layers} ({mb:.2f})" for layers, mb in graphs)
+    print(f"{wrapping:27}{bucket_cap_mb:14d}{optimize_ddp!s:>13}{len(result['layers_per_graph']):8d}  {sizes}")
+first_bucket_mib = torch.distributed._DEFAULT_FIRST_BUCKET_BYTES / 2**20
+print(f"DDP caps its first bucket (the last layers' gradients, which are ready first) at {first_bucket_mib:.0f} MiB")
+print("DDPOptimizer's log, setting by setting:")
+for result in ranks[0]["settings"]:
+    print(f"  {result['setting']}: {result['log'] or 'nothing (not used)'}")
+# --8<-- [end:graphs]
+settings = {tuple(result["setting"]): result for result in ranks[0]["settings"]}
+for wrapping in ("torch.compile(DDP(model))", "DDP(torch.compile(model))"):
+    graphs = {cap_and_flag: len(settings[(wrapping, *cap_and_flag)]["layers_per_graph"]) for cap_and_flag in
+              [(25, True), (1, True), (25, False)]}  # fmt: skip
+    assert graphs == {(25, True): 2, (1, True): DEPTH, (25, False): 1}, f"{wrapping}: {graphs}"
+    assert settings[(wrapping, 25, True)]["layers_per_graph"] == [DEPTH - 1, 1], "the last layer: DDP's first bucket"
+for rank in ranks:
+    for result in rank["settings"]:
+        assert result["largest_difference"] < 1e-5, f"the split changes no gradient: {result['setting']}"
+
+# --8<-- [start:gradients]
+worst = max(result["largest_difference"] for rank in ranks for result in rank["settings"])
+print(f"largest difference from eager DDP's gradients, any setting, any rank: {worst:.1e}")
+# --8<-- [end:gradients]
+
+# --8<-- [start:sequential]
+for name, seen in ranks[0]["outer"].items():
+    print(f"{name}: {seen['graphs']} Dynamo graphs")
+    for explanation in dict.fromkeys(seen.get("explanations", [])):  # each once, in order
+        print(f"  graph break: {explanation.removeprefix('Explanation: ')}")
+    for file in seen.get("skipped_forward", []):
+        print(f"  forward frame not traced (in Dynamo's skip files): {file}")
+# --8<-- [end:sequential]
+outer = ranks[0]["outer"]
+assert outer["MLP"]["graphs"] == 2 and outer["nn.Sequential"]["graphs"] == 0, "the Sequential is never traced"
+assert outer["nn.Sequential, DDP(torch.compile(model))"]["graphs"] == 2, "compiled inside DDP, it is"
+assert outer["MLP"]["explanations"] == outer["nn.Sequential"]["explanations"], "the same graph breaks in DDP.forward"
+assert "torch/nn/modules/container.py" in outer["nn.Sequential"]["skipped_forward"], "Sequential.forward skipped"
+assert "torch/nn/modules/container.py" not in outer["MLP"]["skipped_forward"]
+
+# --8<-- [start:took]
+print(f"this example ran in {time.perf_counter() - started:.0f} s")
+# --8<-- [end:took]
