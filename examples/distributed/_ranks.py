@@ -14,12 +14,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 RANK_TIMEOUT_S = 300  # a rank's work takes seconds; one that hangs (say, waiting for a dead peer) must not hang
 POLL_S = 0.05
 # The last frame of a traceback that lies in an example of this project: where the rank failed.
 EXAMPLE_FRAME = re.compile(r'File "(?:[^"]*/)?(examples/[^"]+)", line (\d+)')
+# The line that names the exception ("ValueError: ..."), behind the "[rank1]:" prefix torch may add.
+EXCEPTION_LINE = re.compile(r"^(?:\[rank\d+\]:)?\s*((?:\w+\.)*\w*(?:Error|Exception|Failed|Interrupt)\b.*)$")
 
 
 class RankFailed(RuntimeError):
@@ -41,8 +44,13 @@ def rank_main(work) -> None:
     dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=int(rank), world_size=int(world_size))
     try:
         result = work(int(rank), int(world_size), *args)
-    finally:
-        dist.destroy_process_group()
+    except BaseException:
+        # Write the traceback before anything closes this rank's connections: its peers fail when they
+        # close, and run_ranks names the rank whose error was written first.
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    dist.destroy_process_group()
     print(json.dumps(result))
 
 
@@ -75,16 +83,20 @@ def wait_for_all(processes: list, logs: list, timeout_s: float) -> None:
     """Return when every rank exited cleanly; raise RankFailed for the first that did not."""
     deadline = time.monotonic() + timeout_s
     while any(process.poll() is None for process in processes):
-        for rank, process in enumerate(processes):
-            if process.poll() not in (None, 0):
-                raise RankFailed(failure(rank, logs[rank][1].read_text()))
+        failed = [rank for rank, process in enumerate(processes) if process.poll() not in (None, 0)]
+        if failed:
+            # A rank's failure makes its peers fail too (their connections close): name the one that
+            # failed first, the one whose error output was written first.
+            first = min(failed, key=lambda rank: logs[rank][1].stat().st_mtime_ns)
+            raise RankFailed(failure(first, logs[first][1].read_text()))
         if time.monotonic() > deadline:
             late = ", ".join(str(rank) for rank, process in enumerate(processes) if process.poll() is None)
             raise RankFailed(f"ranks still running after {timeout_s:.0f} s: {late}; every rank was stopped")
         time.sleep(POLL_S)
-    for rank, process in enumerate(processes):
-        if process.returncode != 0:
-            raise RankFailed(failure(rank, logs[rank][1].read_text()))
+    failed = [rank for rank, process in enumerate(processes) if process.returncode != 0]
+    if failed:
+        first = min(failed, key=lambda rank: logs[rank][1].stat().st_mtime_ns)
+        raise RankFailed(failure(first, logs[first][1].read_text()))
 
 
 def failure(rank: int, stderr: str) -> str:
@@ -92,5 +104,6 @@ def failure(rank: int, stderr: str) -> str:
     frames = EXAMPLE_FRAME.findall(stderr)
     where = f"{frames[-1][0]}:{frames[-1][1]}" if frames else "outside the examples"
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    error = lines[-1] if lines else "(nothing on stderr)"
+    exceptions = [match.group(1) for line in lines if (match := EXCEPTION_LINE.match(line))]
+    error = exceptions[-1] if exceptions else lines[-1] if lines else "(nothing on stderr)"
     return f"rank {rank} failed at {where}: {error}; every other rank was stopped"

@@ -20,9 +20,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import compile_tools
 from distributed import _ranks
+from distributed._mlp import DEPTH, MLP, WIDTH
 
 started = time.perf_counter()
-WORLD_SIZE, WIDTH, DEPTH, BATCH = 2, 512, 8, 32
+WORLD_SIZE, BATCH = 2, 32
 SITE_PACKAGES = re.compile(r"/\S*?site-packages/")  # a file's path up to the installed packages: dropped
 # (how the model is wrapped, DDP's bucket_cap_mb, torch._dynamo.config.optimize_ddp)
 SETTINGS = [
@@ -33,23 +34,6 @@ SETTINGS = [
     ("DDP(torch.compile(model))", 1, True),
     ("DDP(torch.compile(model))", 25, False),
 ]
-
-
-# --8<-- [start:model]
-class MLP(nn.Module):
-    """Eight 512-wide Linear layers with ReLUs: 1.05 MB of parameters per layer, in float32."""
-
-    def __init__(self):
-        super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(WIDTH, WIDTH) for _ in range(DEPTH))
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = torch.relu(layer(x))
-        return x
-
-
-# --8<-- [end:model]
 
 
 # --8<-- [start:wrap]
