@@ -170,3 +170,30 @@ if on_gpu:
     assert per_call[0] == (1, 0), "the first call: the pool's empty graph, then the warm-up without a graph"
     assert per_call[1][0] >= 1 and per_call[1][1] >= 1, "the second call captures, then replays to compute"
     assert all(captures == 0 and replays >= 1 for captures, replays in per_call[2:]), per_call
+
+
+# --8<-- [start:skipped]
+def scale_in_place(t):
+    t.mul_(2)  # mutates its input, which lives outside the graph's static buffers
+    return t + 1
+
+
+torch._dynamo.reset()
+torch._dynamo.utils.counters.clear()
+skipping = torch.compile(scale_in_place, mode="reduce-overhead")
+torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay = counting_capture_end, counting_replay
+counts.clear()
+with compile_tools.captured_logs(cudagraphs=True) as cudagraphs_log:  # TORCH_LOGS="cudagraphs"
+    for _ in range(3):
+        torch.testing.assert_close(skipping(x.clone()), scale_in_place(x.clone()))
+torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay = capture_end, replay
+skips = [line for line in cudagraphs_log.getvalue().splitlines() if "skipping cudagraphs" in line]
+print("the log:", *skips, sep="\n  ")
+print("counters['inductor']['cudagraph_skips']:", torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
+print(f"in 3 calls: {counts['captures']} graphs captured, {counts['replays']} replayed")
+# --8<-- [end:skipped]
+if on_gpu:
+    assert skips and "mutated inputs" in skips[0], "the reason is in the log"
+    assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] >= 1, "and in the counter"
+    # the one capture is the empty graph a new tree manager captures for its memory pool (the warm-up above)
+    assert counts["replays"] == 0 and counts["captures"] <= 1, "the graph runs with ordinary launches"

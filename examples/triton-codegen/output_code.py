@@ -56,22 +56,44 @@ if device.type == "cuda":
     ]:
         assert decorator in compile_tools.kernel_source(wrapper, by_kind[kind]), (kind, decorator)
 
+def top_level_items(body: str) -> list[str]:
+    """The items of a dict's body, split at the commas that lie outside brackets and quotes."""
+    items, depth, quote, start = [], 0, None, 0
+    for i, char in enumerate(body):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(body[start:i].strip())
+            start = i + 1
+    return [item for item in [*items, body[start:].strip()] if item]
+
+
 # --8<-- [start:metadata]
+printed = []
 if device.type == "cuda":
     source = compile_tools.kernel_source(wrapper, by_kind["pointwise"])
     # triton_meta and inductor_meta are each one long line: print them one key per line.
     for line in source.splitlines():
         if line.strip().startswith(("triton_meta=", "inductor_meta=")):
-            head, _, body = line.strip().partition("={")
+            head, _, body = line.strip().rstrip(",").partition("={")
             print(head + "={")
-            for item in re.split(r", (?='\w+': )", body.rstrip("},")):
+            for item in top_level_items(body.removesuffix("}")):
                 print("    " + item)
+                printed.append(item)
             print("}")
 # --8<-- [end:metadata]
 if device.type == "cuda":
     assert "'signature':" in source and "'kernel_name':" in source, (
         "triton_meta has the signature, inductor_meta the name"
     )
+    for item in printed:  # each key with its whole value: every bracket it opens, it closes
+        assert all(item.count(left) == item.count(right) for left, right in ("()", "[]", "{}")), item
 
 # --8<-- [start:pointwise-kernel]
 if device.type == "cuda":
