@@ -9,7 +9,6 @@ this machine's CPU (this same file, started with the argument `rank`), train ove
 import copy
 import io
 import logging
-import re
 import sys
 import time
 
@@ -18,13 +17,11 @@ from torch import nn
 from torch._dynamo.testing import CompileCounterWithBackend
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-import compile_tools
-from distributed import _ranks
+from distributed import _dynamo_log, _ranks
 from distributed._mlp import DEPTH, MLP, WIDTH
 
 started = time.perf_counter()
 WORLD_SIZE, BATCH = 2, 32
-SITE_PACKAGES = re.compile(r"/\S*?site-packages/")  # a file's path up to the installed packages: dropped
 # (how the model is wrapped, DDP's bucket_cap_mb, torch._dynamo.config.optimize_ddp)
 SETTINGS = [
     ("torch.compile(DDP(model))", 25, True),
@@ -87,26 +84,14 @@ def work(rank: int, world_size: int) -> dict:
             "largest_difference": max((g - e).abs().max().item() for g, e in zip(gradients, expected, strict=True)),
         })  # fmt: skip
     torch._dynamo.config.optimize_ddp = True
-    skips = io.StringIO()  # Dynamo's convert_frame logger says, at debug level, which frames it does not trace
-    frames_logger = logging.getLogger("torch._dynamo.convert_frame")
-    frames_logger.addHandler(logging.StreamHandler(skips))
-    frames_logger.setLevel(logging.DEBUG)
     sequential = nn.Sequential(*[nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.ReLU()) for _ in range(DEPTH)])
     outer = {}  # under torch.compile(DDP(model)): graphs, graph breaks' explanations, forward frames skipped
     for name, module in (("MLP", model), ("nn.Sequential", sequential)):
         torch._dynamo.reset()
-        skips.truncate(0)
         backend = CompileCounterWithBackend("eager")
-        with compile_tools.captured_logs(graph_breaks=True) as breaks:
+        with _dynamo_log.dynamo_said() as said:
             gradients_after_one_step(wrapped(copy.deepcopy(module), "torch.compile(DDP(model))", 25, backend), x)
-        skipped = [line for line in skips.getvalue().splitlines() if line.startswith("skipping: forward")]
-        outer[name] = {
-            "graphs": len(backend.graphs),
-            "explanations": [SITE_PACKAGES.sub("", line.strip()) for line in breaks.getvalue().splitlines()
-                             if "Explanation:" in line],  # fmt: skip
-            "skipped_forward": [SITE_PACKAGES.sub("", line.split("file: ")[-1].rstrip(")")) for line in skipped],
-        }
-    frames_logger.setLevel(logging.NOTSET)
+        outer[name] = {"graphs": len(backend.graphs), **said}
     torch._dynamo.reset()
     backend = CompileCounterWithBackend("eager")
     gradients_after_one_step(wrapped(copy.deepcopy(sequential), "DDP(torch.compile(model))", 25, backend), x)
@@ -151,17 +136,18 @@ print(f"largest difference from eager DDP's gradients, any setting, any rank: {w
 # --8<-- [start:sequential]
 for name, seen in ranks[0]["outer"].items():
     print(f"{name}: {seen['graphs']} Dynamo graphs")
-    for explanation in dict.fromkeys(seen.get("explanations", [])):  # each once, in order
-        print(f"  graph break: {explanation.removeprefix('Explanation: ')}")
-    for file in seen.get("skipped_forward", []):
-        print(f"  forward frame not traced (in Dynamo's skip files): {file}")
+    for explanation in seen.get("graph_breaks", []):
+        print(f"  graph break: {explanation}")
+    for frame in seen.get("skipped_forward", []):
+        print(f"  forward frame not traced: {frame}")
 # --8<-- [end:sequential]
 outer = ranks[0]["outer"]
 assert outer["MLP"]["graphs"] == 2 and outer["nn.Sequential"]["graphs"] == 0, "the Sequential is never traced"
 assert outer["nn.Sequential, DDP(torch.compile(model))"]["graphs"] == 2, "compiled inside DDP, it is"
-assert outer["MLP"]["explanations"] == outer["nn.Sequential"]["explanations"], "the same graph breaks in DDP.forward"
-assert "torch/nn/modules/container.py" in outer["nn.Sequential"]["skipped_forward"], "Sequential.forward skipped"
-assert "torch/nn/modules/container.py" not in outer["MLP"]["skipped_forward"]
+assert outer["MLP"]["graph_breaks"] == outer["nn.Sequential"]["graph_breaks"], "the same graph breaks in DDP.forward"
+skipped_files = {name: " ".join(outer[name]["skipped_forward"]) for name in ("MLP", "nn.Sequential")}
+skipped_sequential = "torch/nn/modules/container.py (frame is in the Dynamo skipfiles list)"
+assert skipped_sequential in skipped_files["nn.Sequential"] and skipped_sequential not in skipped_files["MLP"]
 
 # --8<-- [start:took]
 print(f"this example ran in {time.perf_counter() - started:.0f} s")
