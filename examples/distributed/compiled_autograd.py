@@ -137,7 +137,10 @@ assert 0 < compiled["all_reduces"] < compiled["all_reduce_nodes"], "Inductor buc
 for way in WAYS[:2]:
     assert results[way]["backward_captures"] == 0 and results[way]["all_reduce_nodes"] == 0, "DDP's reducer does it"
 assert results["DDPOptimizer"]["graphs"] > results["compiled autograd"]["graphs"], "no bucket split is needed"
-assert sum(kernels == 0 for kernels in between) > len(between) / 2, "most waits come right after their all-reduce"
+if torch.__version__ < "2.14":  # torch 2.14.1 and 2.15.0 wait later, after computation (docs/versions.md)
+    assert sum(kernels == 0 for kernels in between) > len(between) / 2, "most waits come right after their all-reduce"
+else:
+    assert sum(kernels > 0 for kernels in between) > len(between) / 2, "most waits come after computation"
 for rank in ranks:
     for way, result in rank.items():
         assert result["largest_difference"] < 1e-4, f"{way}: the gradients are eager DDP's"
