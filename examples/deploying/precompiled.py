@@ -29,6 +29,7 @@ def predict(model, x):
 # --8<-- [end:function]
 
 
+# --8<-- [start:save]
 def save(path: str) -> dict:
     """Compile `predict` ahead of time and write it to `path`; what the artifact holds."""
     import torch
@@ -36,18 +37,16 @@ def save(path: str) -> dict:
     import compile_tools
     from deploying import _model
 
-    # --8<-- [start:save]
     torch._dynamo.config.enable_aot_compile = True  # on by default from torch 2.13; torch 2.11 needs it
     device = compile_tools.device()
     model = _model.build(device)
     x = torch.randn(BATCH, 64, device=device)
-    torch._dynamo.mark_dynamic(x, 0)  # any batch size: one graph, no guard on the batch
+    torch._dynamo.mark_dynamic(x, 0)  # one graph for every batch size from 2 (0 and 1 stay specialized)
     t0 = time.perf_counter()
     with torch.no_grad():  # inference; grad mode is one of the guards the artifact keeps
         compiled = torch.compile(predict, fullgraph=True).aot_compile(((model, x), {}))
     aot_compile_s = time.perf_counter() - t0
     compiled.save_compiled_function(path)
-    # --8<-- [end:save]
     artifacts = compiled._artifacts  # what the file holds, before pickling
     return {
         "aot_compile_s": aot_compile_s,
@@ -58,12 +57,27 @@ def save(path: str) -> dict:
     }
 
 
+# --8<-- [end:save]
+
+
 def guard_kinds(guard_manager) -> dict[str, int]:
     """How many guards of each kind a guard manager checks, from its printed tree."""
     import collections
     import re
 
     return dict(collections.Counter(re.findall(r"\+- ([A-Z_]+):", str(guard_manager))))
+
+
+# --8<-- [start:load]
+def load(path: str):
+    """The saved function, loaded in a process that never compiled it."""
+    import torch
+
+    with open(path, "rb") as file:
+        return torch.compiler.load_compiled_function(file)
+
+
+# --8<-- [end:load]
 
 
 def first_output(start: str, path: str) -> dict:
@@ -95,10 +109,7 @@ def first_output(start: str, path: str) -> dict:
     phase("model on the device")
     with torch.no_grad():
         if start == "load":
-            # --8<-- [start:load]
-            with open(path, "rb") as file:
-                run = torch.compiler.load_compiled_function(file)
-            # --8<-- [end:load]
+            run = load(path)
         else:
             torch._dynamo.mark_dynamic(x, 0)  # as the saved function was compiled
             run = torch.compile(predict, fullgraph=True)  # compiles nothing until the first call
@@ -144,6 +155,7 @@ def own_python_us(run, model, x, function: str, calls: int = 1000) -> float:
     return sum(own for (_, _, name), (_, _, own, _, _) in stats.items() if name == function) / calls * 1e6
 
 
+# --8<-- [start:checks]
 def what_it_checks(run, model, x) -> dict:
     """The loaded function called where its assumptions break: each call's error, or whether it was right."""
     import copy
@@ -157,7 +169,6 @@ def what_it_checks(run, model, x) -> dict:
         with torch.enable_grad():
             return run(model, x)
 
-    # --8<-- [start:checks]
     attempts = {  # change: the call of the loaded function, and what eager gives
         "16 rows instead of 8": lambda: (run(model, rows16), predict(model, rows16)),
         "float64 model, input": lambda: (run(model64, x.double()), predict(model64, x.double())),
@@ -175,8 +186,10 @@ def what_it_checks(run, model, x) -> dict:
         else:
             calls[change] = f"ran; largest difference from eager: {(output - expected).abs().max().item():.1e}"
     TEMPERATURE = 1.0
-    # --8<-- [end:checks]
     return {"calls": calls, "guard_kinds_loaded": guard_kinds(run._artifacts.guard_manager)}
+
+
+# --8<-- [end:checks]
 
 
 if len(sys.argv) > 1 and sys.argv[1] == "job":
