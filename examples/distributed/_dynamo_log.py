@@ -19,21 +19,29 @@ SKIPPED_FORWARD = re.compile(r"^skipping: forward \(reason: (.*), file: (.*)\)$"
 
 
 @contextmanager
+def logger_output(name: str, level: int) -> Iterator[io.StringIO]:
+    """What the logger `name` writes at `level` and above while the block runs (for loggers that are not
+    TORCH_LOGS artifacts, which compile_tools.captured_logs covers)."""
+    output = io.StringIO()
+    handler = logging.StreamHandler(output)
+    logger = logging.getLogger(name)
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield output
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+
+
+@contextmanager
 def dynamo_said() -> Iterator[dict]:
     """Collect, while the block runs, the graph breaks' explanations, the recompiles' reasons, and the forward
     frames Dynamo did not trace, with the reason (into the dict this yields, filled when the block ends)."""
     said: dict = {}
-    frames = io.StringIO()
-    handler = logging.StreamHandler(frames)
-    logger = logging.getLogger(FRAMES_LOGGER)
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
+    with logger_output(FRAMES_LOGGER, logging.DEBUG) as frames:
         with compile_tools.captured_logs(graph_breaks=True, recompiles=True) as log:
             yield said
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(logging.NOTSET)
     lines = log.getvalue().splitlines()
     said["graph_breaks"] = list(dict.fromkeys(  # each once, in order; the sentence before any file's path
         line.split("Explanation: ")[1].split(" in file ")[0].split(". ")[0] for line in lines if "Explanation: " in line

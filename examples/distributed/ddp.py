@@ -7,7 +7,6 @@ this machine's CPU (this same file, started with the argument `rank`), train ove
 # execdocs: devices=cpu
 
 import copy
-import io
 import logging
 import sys
 import time
@@ -54,33 +53,26 @@ def parameter_bytes(graph_module) -> int:
     return sum(node.meta["example_value"].numel() * 4 for node in inputs if "_parameters_" in node.name)
 
 
-def ddp_optimizer_lines(log: io.StringIO) -> list[str]:
-    return [line for line in log.getvalue().splitlines() if line.startswith("DDPOptimizer used bucket cap")]
-
-
 def work(rank: int, world_size: int) -> dict:
     """On each rank: one training step per setting, its Dynamo graphs counted, its gradients checked."""
     torch.manual_seed(0)  # the same weights on every rank, as DDP requires
     model = MLP()
     x = torch.randn(BATCH, WIDTH, generator=torch.Generator().manual_seed(rank))  # each rank its own data
     expected = gradients_after_one_step(DDP(copy.deepcopy(model)), x)  # eager DDP: the reference
-    log = io.StringIO()  # DDPOptimizer says, on the logger of its module, how many buckets it made
-    logger = logging.getLogger("torch._dynamo.backends.distributed")
-    logger.addHandler(logging.StreamHandler(log))
-    logger.setLevel(logging.INFO)
     results = []
     for wrapping, bucket_cap_mb, optimize_ddp in SETTINGS:
         torch._dynamo.reset()
         torch._dynamo.config.optimize_ddp = optimize_ddp
         backend = CompileCounterWithBackend("eager")  # keeps Dynamo's graphs and runs them as they are
-        before = len(ddp_optimizer_lines(log))
-        gradients = gradients_after_one_step(wrapped(copy.deepcopy(model), wrapping, bucket_cap_mb, backend), x)
+        # DDPOptimizer says, on the logger of its module, how many buckets it made
+        with _dynamo_log.logger_output("torch._dynamo.backends.distributed", logging.INFO) as log:
+            gradients = gradients_after_one_step(wrapped(copy.deepcopy(model), wrapping, bucket_cap_mb, backend), x)
         results.append({
             "setting": [wrapping, bucket_cap_mb, optimize_ddp],
             "layers_per_graph": [sum(node.target is torch._C._nn.linear for node in graph.graph.nodes)
                                  for graph in backend.graphs],
             "megabytes_per_graph": [parameter_bytes(graph) / 1e6 for graph in backend.graphs],
-            "log": ddp_optimizer_lines(log)[before:],
+            "log": [line for line in log.getvalue().splitlines() if line.startswith("DDPOptimizer used bucket cap")],
             "largest_difference": max((g - e).abs().max().item() for g, e in zip(gradients, expected, strict=True)),
         })  # fmt: skip
     torch._dynamo.config.optimize_ddp = True
