@@ -264,29 +264,48 @@ for size, rows in results.items():
         assert abs(eager["collective_gib"]["all-gather"] * GIB / (2 * depth * parameters * 2 * (n - 1) / n) - 1) < 0.01
         assert abs(eager["collective_gib"]["reduce-scatter"] * GIB / (depth * parameters * 4 * (n - 1) / n) - 1) < 0.01
         assert row["speedup"] < 1.15, "compiling the blocks does not speed the step up"
-        assert row["compiled"]["busy_ms"] < eager["busy_ms"], "though it does take some work off the GPU"
     assert rows[0]["eager"]["held_gib"] > 4 * rows[-1]["eager"]["held_gib"], "what a rank keeps shrinks with n"
+    busy = {how: sum(row[how]["busy_ms"] for row in rows) for how in ("eager", "compiled")}
+    assert busy["compiled"] < busy["eager"], "though it does take some work off the GPU"
 small, large = (results[size] for size in SIZES)
 for row in small:  # the small model's step: the host, in FSDP2's hooks
     eager = row["eager"]
     assert eager["ms"] > 3 * eager["busy_ms"], "the GPU idles most of the step"
     assert eager["fsdp_hooks_ms"] > 0.4 * eager["profiled_forward_backward_ms"]
     assert row["unsharded_host_forward_backward_ms"] < 0.5 * eager["host_forward_backward_ms"]
-for rows in (small, large):  # the hooks' host time grows with the number of ranks
-    first, last = rows[0]["eager"], rows[-1]["eager"]
-    assert last["host_forward_backward_ms"] > 1.2 * first["host_forward_backward_ms"]
-    grown = last["profiled_forward_backward_ms"] - first["profiled_forward_backward_ms"]
-    assert last["fsdp_hooks_ms"] - first["fsdp_hooks_ms"] > 0.5 * grown, "most of the growth is in the hooks"
-    for row in rows:
-        assert row["eager"]["host_optimizer_fused_ms"] < row["eager"]["host_optimizer_ms"]
+first, last = small[0]["eager"], small[-1]["eager"]  # the small model's host time grows with the ranks
+assert last["host_forward_backward_ms"] > 1.2 * first["host_forward_backward_ms"]
+grown = last["profiled_forward_backward_ms"] - first["profiled_forward_backward_ms"]
+assert last["fsdp_hooks_ms"] - first["fsdp_hooks_ms"] > 0.5 * grown, "most of the growth is in the hooks"
+pre_hooks = ("FSDP::pre_forward", "FSDP::pre_backward")
+pre_grown = sum(last["fsdp_ranges_ms"][name] - first["fsdp_ranges_ms"][name] for name in pre_hooks)
+assert pre_grown > 0.5 * (last["fsdp_hooks_ms"] - first["fsdp_hooks_ms"]), "where each block's all-gather is issued"
+fused, foreach = (
+    [row["eager"][key] for rows in (small, large) for row in rows]
+    for key in ("host_optimizer_fused_ms", "host_optimizer_ms")
+)
+assert sum(fused) < 0.8 * sum(foreach), "AdamW fused: less host time than the default foreach"
 assert large[0]["eager"]["busy_ms"] > 0.9 * large[0]["eager"]["ms"], "2 ranks, large model: the GPU is busy"
 assert large[-1]["eager"]["busy_ms"] / large[-1]["eager"]["ms"] < large[0]["eager"]["busy_ms"] / large[0]["eager"]["ms"]
 two, many = large[0]["eager"], large[-1]["eager"]
 assert two["peak_optimizer_gib"] > two["peak_forward_backward_gib"], "2 ranks: the peak is in AdamW's step"
 assert many["peak_forward_backward_gib"] > 4 * many["peak_optimizer_gib"], "64 ranks: in forward and backward"
-for rows in (small, large):
-    for row in rows:
-        assert row["compiled"]["peak_forward_backward_gib"] < row["eager"]["peak_forward_backward_gib"]
+for size, rows in results.items():
+    width, depth = SIZES[size]
+    shard_gib = [row["eager"]["shard_gib"] for row in rows]
+    batch_gib = TOKENS[0] * TOKENS[1] * width * 4 / GIB
+    for row, shard in zip(rows, shard_gib, strict=True):
+        eager = row["eager"]
+        assert row["compiled"]["peak_forward_backward_gib"] < eager["peak_forward_backward_gib"]
+        assert abs(eager["peak_optimizer_gib"] / (eager["held_gib"] + 2 * shard) - 1) < 0.01, (
+            "gradients, and as much again"
+        )
+        if (size, row["world_size"]) != (next(iter(SIZES)), WORLD_SIZES[0]):  # the process's first: see the page
+            assert abs(eager["held_gib"] / (3 * shard + batch_gib) - 1) < 0.01, (
+                "the shard, AdamW's two moments, the batch"
+            )
+    above_held = [row["eager"]["peak_forward_backward_gib"] - row["eager"]["held_gib"] for row in rows]
+    assert max(above_held) < 1.1 * min(above_held), "forward and backward add about the same at any n"
 
 # --8<-- [start:plot-data]
 print(json.dumps({size: [{"world_size": row["world_size"], "held_gib": row["eager"]["held_gib"],
