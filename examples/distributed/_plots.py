@@ -24,7 +24,7 @@ def draw_memory(data) -> Figure:
         "compiled_optimizer_gib": ("peak in AdamW's step, compiled", "compiled", "--"),
         "held_gib": ("held between steps", "held", ":"),
     }
-    for ax, (size, rows) in zip(fig.subplots(1, len(data)), data.items(), strict=True):
+    for ax, (size, rows) in zip(fig.subplots(1, len(data), squeeze=False).ravel(), data.items(), strict=True):
         ranks = [row["world_size"] for row in rows]
         for key, (label, colour, style) in lines.items():
             ax.plot(ranks, [row[key] for row in rows], style, marker="o", color=COLOURS[colour], label=label)
@@ -45,7 +45,7 @@ def draw_timelines(data) -> Figure:
     (measured), and below it each all-reduce as a bar (modelled); one panel per model size."""
     sizes = data["sizes"]
     fig = Figure(figsize=(9, 1.3 + 1.5 * len(sizes) * len(LANES) / 3), layout="constrained")
-    for ax, (size, variants) in zip(fig.subplots(len(sizes), 1), sizes.items(), strict=True):
+    for ax, (size, variants) in zip(fig.subplots(len(sizes), 1, squeeze=False).ravel(), sizes.items(), strict=True):
         labels = []
         for row, (variant, timeline) in enumerate(variants.items()):
             compute_y, comm_y = 2 * row, 2 * row + 1
@@ -58,6 +58,7 @@ def draw_timelines(data) -> Figure:
         ax.set_ylim(-0.6, 2 * len(variants) - 0.4)
         ax.invert_yaxis()
         ax.grid(True, axis="x", alpha=0.3)
-        ax.set_title(f"{size}: all-reduce at {data['bus_bandwidth_gbs']} GB/s bus bandwidth ({data['machine']})")
+        bandwidth = f"{data['bus_bandwidth_gbs']} GB/s bus bandwidth ({data['machine']})"
+        ax.set_title(f"{size}; all-reduce modelled at\n{bandwidth}", fontsize=10)
         ax.set_xlabel("ms after the backward pass starts")
     return fig
