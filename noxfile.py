@@ -21,7 +21,8 @@ AUDIT = Path(".cache/audit")
 
 
 def install(session: nox.Session, *groups: str) -> None:
-    """The project (with torch) and the named dependency groups, then the vendored JavaScript."""
+    """The project (with torch) and the named dependency groups, then the vendored JavaScript. Every session
+    that runs examples installs "models" too: the examples that use transformers run on the CPU as well."""
     session.env["NO_MKDOCS_2_WARNING"] = "1"  # Material's end-of-life banner, printed on every build
     if session.venv_backend != "none":
         wanted = [requirement for group in groups for requirement in nox.project.dependency_groups(PYPROJECT, group)]
@@ -38,14 +39,14 @@ def serve(session: nox.Session) -> None:
     Not strict: a preview warns about a broken link or a stale GPU recording and shows the rest;
     `build` and `tests` fail on the same problems.
     """
-    install(session, "docs")
+    install(session, "docs", "models")
     session.run("mkdocs", "serve", "--no-strict", "--dev-addr", "127.0.0.1:8000", *session.posargs)
 
 
 @nox.session
 def build(session: nox.Session) -> None:
     """Build the site into site/, strictly: a failing example or a broken link fails the build."""
-    install(session, "docs")
+    install(session, "docs", "models")
     session.run("mkdocs", "build", "--site-dir", "site", *session.posargs)
 
 
@@ -53,7 +54,7 @@ def build(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run every example once, verify every code block in docs/ with sybil, build strictly, then read
     the built pages in a headless Chromium (tests/browser/; skipped, saying why, where there is none)."""
-    install(session, "docs", "test")
+    install(session, "docs", "models", "test")
     shutil.rmtree(TEST_RUN, ignore_errors=True)
     env = {"EXECDOCS_RUN_DIR": str(TEST_RUN.resolve())}
     workers = os.environ.get("PYTEST_WORKERS", "2")
@@ -70,7 +71,7 @@ def audit(session: nox.Session) -> None:
 
     For authors, not a test: scores move with the machine's load. Needs Chromium, as the browser tests do.
     """
-    install(session, "docs")
+    install(session, "docs", "models")
     session.run("mkdocs", "build", "--site-dir", str(AUDIT / "site"))
     session.run("python3", "-m", "execdocs.audit", str(AUDIT / "site"))
 
@@ -80,7 +81,7 @@ def record(session: nox.Session) -> None:
     """Re-record examples on this machine's device: `nox -s record -- <chapter or chapter/topic> ...`."""
     if not session.posargs:
         session.error("name what to record, e.g. `nox -s record -- overview` or `-- overview/end_to_end`")
-    install(session, "docs")
+    install(session, "docs", "models")
     session.run("python3", "-m", "execdocs.record", *session.posargs)
 
 
@@ -92,7 +93,7 @@ def drift(session: nox.Session) -> None:
     this session's own torch as the control. The Versions page reads what it writes to snippets/drift/."""
     if not session.posargs:
         session.error("name the torch releases, e.g. `nox -s drift -- 2.11.0 2.14.1 2.15.0`")
-    install(session, "docs")
+    install(session, "docs", "models")
     session.run("python3", "-m", "execdocs.drift", *session.posargs)
 
 

@@ -1,0 +1,112 @@
+"""torch._dynamo.explain and TORCH_LOGS="graph_breaks,recompiles", side by side on one real model.
+
+Run it as it is: `python examples/debugging/explain_and_logs.py` (it needs transformers). The model is a
+small Llama from transformers, built from a config with random weights, so nothing is downloaded;
+asked for its attention weights, it breaks the graph. Dynamo's graphs run as they are (backend "eager"):
+this page is about what Dynamo captures, not about Inductor.
+"""
+
+# execdocs: devices=cpu
+
+import re
+
+import torch
+from torch._dynamo.testing import CompileCounter
+from transformers import LlamaConfig, LlamaForCausalLM
+
+import compile_tools
+
+BREAK_AT = re.compile(r"^Graph break (?:\(user stack suppressed due to duplicate graph break\) )?in user code at (\S+)")
+RECOMPILE_REASON = re.compile(r"^- \d+/\d+: ")  # "- 19/0: tensor 'x' size mismatch at index 1. expected 16, actual 24"
+INSTALLED = re.compile(r"^.*?/(?=transformers/)")  # a file of the installed transformers package, from its folder
+
+
+# --8<-- [start:model]
+def small_llama(attention: str = "sdpa") -> LlamaForCausalLM:
+    """Two decoder layers, 64 wide; `attention` is transformers' attention implementation."""
+    config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, attn_implementation=attention)  # fmt: skip
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).eval()
+
+
+def tokens(length: int) -> torch.Tensor:
+    return torch.randint(0, 1000, (2, length), generator=torch.Generator().manual_seed(length))
+
+
+model = small_llama()
+# --8<-- [end:model]
+
+
+def where(path: str) -> str:
+    return INSTALLED.sub("", path)
+
+
+# --8<-- [start:explain]
+report = torch._dynamo.explain(model)(input_ids=tokens(16), output_attentions=True)
+operations = [len(ops) for ops in report.ops_per_graph]
+print(f"explain: {report.graph_count} graphs, graph_break_count {report.graph_break_count}, "
+      f"{len(report.break_reasons)} break reasons; operations per graph: {operations}")  # fmt: skip
+for reason in report.break_reasons:
+    frame = reason.user_stack[-1]
+    print(f"  {reason.reason.splitlines()[0]}  ({where(frame.filename)}:{frame.lineno})")
+# --8<-- [end:explain]
+assert report.graph_break_count == report.graph_count - 1, "explain counts graphs, not breaks"
+assert report.graph_count == 10 and len(report.break_reasons) == 3
+assert all("logging.Logger" in reason.reason for reason in report.break_reasons)
+
+# --8<-- [start:logs]
+counter = CompileCounter()  # counts the frames Dynamo compiles, and runs their graphs as they are
+compiled = torch.compile(model, backend=counter)
+calls = []
+with compile_tools.captured_logs(graph_breaks=True, recompiles=True) as log:
+    for length in (16, 16, 24):  # the same shape twice, then a longer sequence
+        start, frames = len(log.getvalue()), counter.frame_count
+        compiled(input_ids=tokens(length), output_attentions=True)
+        calls.append((length, counter.frame_count - frames, log.getvalue()[start:]))
+for length, frames, text in calls:
+    lines = text.splitlines()
+    breaks = [where(match.group(1)) for line in lines if (match := BREAK_AT.match(line))]
+    recompiled = [line.strip() for line in lines if RECOMPILE_REASON.match(line.strip())]
+    print(f"call with {length} tokens: {frames} frames compiled, {len(breaks)} graph-break messages, "
+          f"{len(recompiled)} recompiles")  # fmt: skip
+    for place in sorted(set(breaks), key=breaks.index):
+        print(f"  graph break x{breaks.count(place)} at {place}")
+    if skipped := text.count("Skipping the function and falling back to eager"):
+        print(f"  of those, {skipped} gave up on a whole frame: 'Skipping the function and falling back to eager'")
+    if recompiled:
+        print(f"  first recompile's reason: {recompiled[0]}")
+# --8<-- [end:logs]
+first, second, third = calls
+assert first[1] == report.graph_count, "the real run compiles the frames explain counted"
+assert "is_initialized == False" in first[2], "a recompile inside the first call: the KV cache changed state"
+assert second[1] == 0 and second[2] == "", "the logs say nothing when Dynamo compiles nothing"
+assert third[1] > 0 and "size mismatch" in third[2], "a longer sequence: a recompile for every frame that guards on it"
+assert first[2].count("Graph break") > len(report.break_reasons), "the logs print every break tracing meets"
+assert "output_capturing.py" in first[2] and "output_capturing.py" not in str(report.break_reasons), (
+    "the logs show breaks that explain does not list"
+)
+
+# --8<-- [start:message]
+message = first[2][first[2].index("Graph Break Reason") :]
+print(message[: message.index("For more details")].strip())
+# --8<-- [end:message]
+assert "Hint: Add the logging method to `torch._dynamo.config.ignore_logging_functions`" in message
+
+# --8<-- [start:explain-resets]
+before = counter.frame_count
+torch._dynamo.explain(model)(input_ids=tokens(16), output_attentions=True)
+compiled(input_ids=tokens(16), output_attentions=True)  # the shape the model was compiled for
+print(f"after explain: the compiled model compiled {counter.frame_count - before} frames again")
+# --8<-- [end:explain-resets]
+assert counter.frame_count - before == report.graph_count, "explain reset Dynamo: everything compiled is gone"
+
+# --8<-- [start:the-fix]
+for attention in ("sdpa", "eager"):
+    weights = small_llama(attention)(input_ids=tokens(16), output_attentions=True).attentions
+    print(f"attn_implementation={attention!r}: {len(weights)} attention-weight tensors returned")
+fixed = torch._dynamo.explain(small_llama("eager"))(input_ids=tokens(16), output_attentions=True)
+print(f"attn_implementation='eager', explain: {fixed.graph_count} graphs, {len(fixed.break_reasons)} break reasons")
+# --8<-- [end:the-fix]
+assert len(small_llama("sdpa")(input_ids=tokens(16), output_attentions=True).attentions) == 0, "sdpa: none"
+assert fixed.graph_count < report.graph_count and not fixed.break_reasons, "no more break in the attention"
