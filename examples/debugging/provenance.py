@@ -1,0 +1,119 @@
+"""From a compiled kernel back to the file and line of the model that produced it, on a transformers Llama.
+
+Run it as it is: `python examples/debugging/provenance.py` (it needs transformers; the model is built from
+a config with random weights, so nothing is downloaded). Everything it reads is in the folder that
+TORCH_COMPILE_DEBUG=1 writes, which is also what a reader has after a run of their own.
+"""
+
+# execdocs: devices=cpu
+
+# --8<-- [start:turn-on]
+import os
+import tempfile
+
+os.environ["TORCH_COMPILE_DEBUG"] = "1"  # before `import torch`: Inductor's debug folder, and provenance tracking
+os.environ["TORCH_COMPILE_DEBUG_DIR"] = tempfile.mkdtemp()
+# --8<-- [end:turn-on]
+
+import json
+import re
+from pathlib import Path
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+assert torch._inductor.config.trace.provenance_tracking_level >= 1, "TORCH_COMPILE_DEBUG=1 turned it on"
+# A cached compile writes no debug files: compile from scratch.
+torch._inductor.config.fx_graph_cache = False
+torch._functorch.config.enable_autograd_cache = False
+
+HANDLE = re.compile(r"# \[Provenance debug handles\] (\S+)")
+FILE_COMMENT = re.compile(r"^\s*# File: (\S+?):(\d+) in (\w+), code: (.*)$")
+NODE_LINE = re.compile(r"^\s+(\w+): \"")
+INSTALLED = re.compile(r"^.*?/(?=transformers/)")  # a file of the installed transformers package, from its folder
+
+# --8<-- [start:compile]
+config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                     num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
+torch.manual_seed(0)
+model = LlamaForCausalLM(config).eval()
+with torch.no_grad():
+    torch.compile(model)(input_ids=torch.randint(0, 1000, (2, 16)))
+folder = next(Path(os.environ["TORCH_COMPILE_DEBUG_DIR"]).rglob("output_code.py")).parent
+# --8<-- [end:compile]
+
+# --8<-- [start:handles]
+code = (folder / "output_code.py").read_text().splitlines()
+handles = [match.group(1) for line in code if (match := HANDLE.search(line))]
+library = sum(handle.startswith("extern_kernels.") for handle in handles)
+print(f"output_code.py: {len(handles)} kernel calls ({library} of them library calls, extern_kernels.*), "
+      "each after a '[Provenance debug handles]' comment; the first:")  # fmt: skip
+first = next(index for index, line in enumerate(code) if HANDLE.search(line))
+print("\n".join(line.strip() for line in code[first : first + 2]))
+# --8<-- [end:handles]
+assert len(set(handles)) == len(handles), "a handle names one call of one kernel"
+
+# --8<-- [start:mapping]
+mapping = json.loads((folder / "inductor_provenance_tracking_node_mappings.json").read_text())
+kernel = handles[0]
+print(f"inductor_provenance_tracking_node_mappings.json: {sorted(mapping)}")
+print(f"cppCodeToPost[{kernel!r}]: {mapping['cppCodeToPost'][kernel]}")
+print(f"postToPre, for each: { {node: mapping['postToPre'].get(node) for node in mapping['cppCodeToPost'][kernel]} }")
+readers = [call for call, nodes in mapping["cppCodeToPost"].items() if "embedding" in nodes]
+print(f"postToCppCode['embedding']: {mapping['postToCppCode']['embedding']}")
+# --8<-- [end:mapping]
+assert set(mapping["cppCodeToPost"]) == set(handles), "every kernel call, by its handle"
+assert library > 0, "the library calls have handles too"
+
+
+# --8<-- [start:lines]
+def source_lines(graph_file: Path) -> dict[str, tuple[str, str]]:
+    """Each node of a readable graph file, with the '# File: path:line in function, code: ...' above it:
+    the stack trace Dynamo recorded in the node's meta, as the debug folder prints it."""
+    lines, where = {}, None
+    for line in graph_file.read_text().splitlines():
+        if match := FILE_COMMENT.match(line):
+            path, number, function, source = match.groups()
+            where = (f"{INSTALLED.sub('', path)}:{number} in {function}", source.strip())
+        elif (match := NODE_LINE.match(line)) and where:
+            lines[match.group(1)] = where
+    return lines
+
+
+post_grad = source_lines(folder / "fx_graph_transformed.py")  # the graph after Inductor's own passes
+print(f"{kernel}: the lines of the model it computes")
+for place, source in dict.fromkeys(post_grad[node] for node in mapping["cppCodeToPost"][kernel] if node in post_grad):
+    print(f"  {place}: {source}")
+# --8<-- [end:lines]
+assert any("embed_tokens" in post_grad[node][1] for node in mapping["cppCodeToPost"][kernel] if node in post_grad)
+assert len(readers) > 1 and all(len(mapping["cppCodeToPost"][call]) > 1 for call in readers), (
+    "the embedding lookup has no kernel of its own: it is computed again inside each kernel that reads it"
+)
+assert any("variance" in post_grad[node][1] for node in mapping["cppCodeToPost"][kernel] if node in post_grad)
+
+
+# --8<-- [start:trace-log]
+def trace_artifact(log: Path, name: str) -> dict:
+    """One artifact of a TORCH_TRACE log (what tlparse reads): the JSON payload, the tab-indented lines after
+    the metadata line that names it."""
+    lines = log.read_text().splitlines()
+    start = next(index for index, line in enumerate(lines) if f'"name": "{name}"' in line) + 1
+    end = next((index for index in range(start, len(lines)) if not lines[index].startswith("\t")), len(lines))
+    return json.loads("\n".join(line[1:] for line in lines[start:end]))
+
+
+log = next(Path(os.environ["TORCH_COMPILE_DEBUG_DIR"]).rglob("dedicated_log_torch_trace_*.log"))
+stack_traces = trace_artifact(log, "inductor_provenance_tracking_kernel_stack_traces")
+print(f"the trace log's inductor_provenance_tracking_kernel_stack_traces: {len(stack_traces)} kernels; {kernel}:")
+innermost = {}
+for trace in stack_traces[kernel]:
+    lines = trace.strip().splitlines()
+    at = max(index for index, line in enumerate(lines) if line.strip().startswith('File "'))
+    innermost[INSTALLED.sub("", lines[at].strip().removeprefix('File "')).replace('", line ', ":")] = lines[
+        at + 1
+    ].strip()
+for place, source in innermost.items():
+    print(f"  {place}: {source}")
+# --8<-- [end:trace-log]
+assert set(stack_traces) == set(handles), "a stack trace for every kernel call"
+assert all("modeling_llama.py" in trace for trace in stack_traces[kernel]), "the same model file, from the traces"
