@@ -30,6 +30,7 @@ torch._functorch.config.enable_autograd_cache = False
 HANDLE = re.compile(r"# \[Provenance debug handles\] (\S+)")
 FILE_COMMENT = re.compile(r"^\s*# File: (\S+?):(\d+) in (\w+), code: (.*)$")
 NODE_LINE = re.compile(r"^\s+(\w+): \"")
+STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 INSTALLED = re.compile(r"^.*?/(?=transformers/)")  # a file of the installed transformers package, from its folder
 
 # --8<-- [start:compile]
@@ -93,27 +94,34 @@ assert any("variance" in post_grad[node][1] for node in mapping["cppCodeToPost"]
 
 
 # --8<-- [start:trace-log]
-def trace_artifact(log: Path, name: str) -> dict:
+def trace_artifact(log: Path, name: str) -> dict | None:
     """One artifact of a TORCH_TRACE log (what tlparse reads): the JSON payload, the tab-indented lines after
-    the metadata line that names it."""
+    the metadata line that names it; None if the log has no such artifact."""
     lines = log.read_text().splitlines()
-    start = next(index for index, line in enumerate(lines) if f'"name": "{name}"' in line) + 1
+    named = [index for index, line in enumerate(lines) if f'"name": "{name}"' in line]
+    if not named:
+        return None
+    start = named[0] + 1
     end = next((index for index in range(start, len(lines)) if not lines[index].startswith("\t")), len(lines))
     return json.loads("\n".join(line[1:] for line in lines[start:end]))
 
 
-log = next(Path(os.environ["TORCH_COMPILE_DEBUG_DIR"]).rglob("dedicated_log_torch_trace_*.log"))
-stack_traces = trace_artifact(log, "inductor_provenance_tracking_kernel_stack_traces")
-print(f"the trace log's inductor_provenance_tracking_kernel_stack_traces: {len(stack_traces)} kernels; {kernel}:")
-innermost = {}
-for trace in stack_traces[kernel]:
-    lines = trace.strip().splitlines()
-    at = max(index for index, line in enumerate(lines) if line.strip().startswith('File "'))
-    innermost[INSTALLED.sub("", lines[at].strip().removeprefix('File "')).replace('", line ', ":")] = lines[
-        at + 1
-    ].strip()
-for place, source in innermost.items():
-    print(f"  {place}: {source}")
+logs = list(Path(os.environ["TORCH_COMPILE_DEBUG_DIR"]).rglob("dedicated_log_torch_trace_*.log"))
+stack_traces = trace_artifact(logs[0], STACK_TRACES) if logs else None
+if stack_traces is None:
+    print(f"torch {torch.__version__}: no {STACK_TRACES} in the debug folder's trace log")
+else:
+    print(f"the trace log's {STACK_TRACES}: {len(stack_traces)} kernels; {kernel}:")
+    innermost = {}
+    for trace in stack_traces[kernel]:
+        lines = trace.strip().splitlines()
+        at = max(index for index, line in enumerate(lines) if line.strip().startswith('File "'))
+        place = INSTALLED.sub("", lines[at].strip().removeprefix('File "')).replace('", line ', ":")
+        innermost[place] = lines[at + 1].strip()
+    for place, source in innermost.items():
+        print(f"  {place}: {source}")
 # --8<-- [end:trace-log]
-assert set(stack_traces) == set(handles), "a stack trace for every kernel call"
-assert all("modeling_llama.py" in trace for trace in stack_traces[kernel]), "the same model file, from the traces"
+assert (stack_traces is None) == (torch.__version__ < "2.13"), "torch 2.11.0 leaves none in the debug folder"
+if stack_traces is not None:
+    assert set(stack_traces) == set(handles), "a stack trace for every kernel call"
+    assert all("modeling_llama.py" in trace for trace in stack_traces[kernel]), "the same model file, from the traces"
