@@ -12,34 +12,15 @@ import re
 
 import torch
 from torch._dynamo.testing import CompileCounter
-from transformers import LlamaConfig, LlamaForCausalLM
 
 import compile_tools
+from debugging._llama import in_package, small_llama, tokens
 
 BREAK_AT = re.compile(r"^Graph break (?:\(user stack suppressed due to duplicate graph break\) )?in user code at (\S+)")
 RECOMPILE_REASON = re.compile(r"^- \d+/\d+: ")  # "- 19/0: tensor 'x' size mismatch at index 1. expected 16, actual 24"
-INSTALLED = re.compile(r"^.*?/(?=transformers/)")  # a file of the installed transformers package, from its folder
-
-
-# --8<-- [start:model]
-def small_llama(attention: str = "sdpa") -> LlamaForCausalLM:
-    """Two decoder layers, 64 wide; `attention` is transformers' attention implementation."""
-    config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, attn_implementation=attention)  # fmt: skip
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
-
-
-def tokens(length: int) -> torch.Tensor:
-    return torch.randint(0, 1000, (2, length), generator=torch.Generator().manual_seed(length))
 
 
 model = small_llama()
-# --8<-- [end:model]
-
-
-def where(path: str) -> str:
-    return INSTALLED.sub("", path)
 
 
 # --8<-- [start:explain]
@@ -49,7 +30,7 @@ print(f"explain: {report.graph_count} graphs, graph_break_count {report.graph_br
       f"{len(report.break_reasons)} break reasons; operations per graph: {operations}")  # fmt: skip
 for reason in report.break_reasons:
     frame = reason.user_stack[-1]
-    print(f"  {reason.reason.splitlines()[0]}  ({where(frame.filename)}:{frame.lineno})")
+    print(f"  {reason.reason.splitlines()[0]}  ({in_package(frame.filename)}:{frame.lineno})")
 # --8<-- [end:explain]
 assert report.graph_break_count == report.graph_count - 1, "explain counts graphs, not breaks"
 assert report.graph_count == 10 and len(report.break_reasons) == 3
@@ -66,7 +47,7 @@ with compile_tools.captured_logs(graph_breaks=True, recompiles=True) as log:
         calls.append((length, counter.frame_count - frames, log.getvalue()[start:]))
 for length, frames, text in calls:
     lines = text.splitlines()
-    breaks = [where(match.group(1)) for line in lines if (match := BREAK_AT.match(line))]
+    breaks = [in_package(match.group(1)) for line in lines if (match := BREAK_AT.match(line))]
     recompiled = [line.strip() for line in lines if RECOMPILE_REASON.match(line.strip())]
     print(f"call with {length} tokens: {frames} frames compiled, {len(breaks)} graph-break messages, "
           f"{len(recompiled)} recompiles")  # fmt: skip

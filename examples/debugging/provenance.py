@@ -20,7 +20,8 @@ import re
 from pathlib import Path
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+
+from debugging._llama import in_package, small_llama, tokens
 
 assert torch._inductor.config.trace.provenance_tracking_level >= 1, "TORCH_COMPILE_DEBUG=1 turned it on"
 # A cached compile writes no debug files: compile from scratch.
@@ -31,15 +32,11 @@ HANDLE = re.compile(r"# \[Provenance debug handles\] (\S+)")
 FILE_COMMENT = re.compile(r"^\s*# File: (\S+?):(\d+) in (\w+), code: (.*)$")
 NODE_LINE = re.compile(r"^\s+(\w+): \"")
 STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
-INSTALLED = re.compile(r"^.*?/(?=transformers/)")  # a file of the installed transformers package, from its folder
 
 # --8<-- [start:compile]
-config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                     num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
-torch.manual_seed(0)
-model = LlamaForCausalLM(config).eval()
+model = small_llama()
 with torch.no_grad():
-    torch.compile(model)(input_ids=torch.randint(0, 1000, (2, 16)))
+    torch.compile(model)(input_ids=tokens(16))
 folder = next(Path(os.environ["TORCH_COMPILE_DEBUG_DIR"]).rglob("output_code.py")).parent
 # --8<-- [end:compile]
 
@@ -75,7 +72,7 @@ def source_lines(graph_file: Path) -> dict[str, tuple[str, str]]:
     for line in graph_file.read_text().splitlines():
         if match := FILE_COMMENT.match(line):
             path, number, function, source = match.groups()
-            where = (f"{INSTALLED.sub('', path)}:{number} in {function}", source.strip())
+            where = (f"{in_package(path)}:{number} in {function}", source.strip())
         elif (match := NODE_LINE.match(line)) and where:
             lines[match.group(1)] = where
     return lines
@@ -116,7 +113,7 @@ else:
     for trace in stack_traces[kernel]:
         lines = trace.strip().splitlines()
         at = max(index for index, line in enumerate(lines) if line.strip().startswith('File "'))
-        place = INSTALLED.sub("", lines[at].strip().removeprefix('File "')).replace('", line ', ":")
+        place = in_package(lines[at].strip().removeprefix('File "')).replace('", line ', ":")
         innermost[place] = lines[at + 1].strip()
     for place, source in innermost.items():
         print(f"  {place}: {source}")
