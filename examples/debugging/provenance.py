@@ -57,8 +57,8 @@ kernel = handles[0]
 print(f"inductor_provenance_tracking_node_mappings.json: {sorted(mapping)}")
 print(f"cppCodeToPost[{kernel!r}]: {mapping['cppCodeToPost'][kernel]}")
 print(f"postToPre, for each: { {node: mapping['postToPre'].get(node) for node in mapping['cppCodeToPost'][kernel]} }")
-readers = [call for call, nodes in mapping["cppCodeToPost"].items() if "embedding" in nodes]
-print(f"postToCppCode['embedding']: {mapping['postToCppCode']['embedding']}")
+readers = mapping["postToCppCode"]["embedding"]  # the kernel calls that compute the embedding node
+print(f"postToCppCode['embedding']: {readers}")
 # --8<-- [end:mapping]
 assert set(mapping["cppCodeToPost"]) == set(handles), "every kernel call, by its handle"
 assert library > 0, "the library calls have handles too"
@@ -79,15 +79,16 @@ def source_lines(graph_file: Path) -> dict[str, tuple[str, str]]:
 
 
 post_grad = source_lines(folder / "fx_graph_transformed.py")  # the graph after Inductor's own passes
+kernel_lines = [post_grad[node] for node in mapping["cppCodeToPost"][kernel] if node in post_grad]
 print(f"{kernel}: the lines of the model it computes")
-for place, source in dict.fromkeys(post_grad[node] for node in mapping["cppCodeToPost"][kernel] if node in post_grad):
+for place, source in dict.fromkeys(kernel_lines):
     print(f"  {place}: {source}")
 # --8<-- [end:lines]
-assert any("embed_tokens" in post_grad[node][1] for node in mapping["cppCodeToPost"][kernel] if node in post_grad)
+assert any("embed_tokens" in source for _, source in kernel_lines)
 assert len(readers) > 1 and all(len(mapping["cppCodeToPost"][call]) > 1 for call in readers), (
     "the embedding lookup has no kernel of its own: it is computed again inside each kernel that reads it"
 )
-assert any("variance" in post_grad[node][1] for node in mapping["cppCodeToPost"][kernel] if node in post_grad)
+assert any("variance" in source for _, source in kernel_lines)
 
 
 # --8<-- [start:trace-log]
