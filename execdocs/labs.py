@@ -8,7 +8,8 @@ solutions; the reader downloads it without them. This module:
   `labs/<name>.ipynb`, with the vendored MathJax the lab pages load;
 - finishes each rendered lab page: a download button under the title, each solution folded into a
   "Show solution" block, links to `.md` and lab `.py` sources turned into the pages' URLs (a link
-  to a missing page is a warning, so a strict build fails on it);
+  to a missing page is a warning, so a strict build fails on it), and the JupyterLab stylesheet
+  that mkdocs-jupyter inlines pruned to what the page's markup uses;
 - gives tests/test_labs.py the cells to execute, with and without solutions.
 """
 
@@ -24,6 +25,7 @@ import jupytext
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
+from execdocs.lab_styles import prune_styles
 from execdocs.layout import CACHE, DOCS, EXAMPLES, INDUCTOR_CACHE
 from execdocs.vendor import LAB_ASSETS, site_files
 
@@ -162,7 +164,7 @@ def _fold_solutions(html: str) -> tuple[str, int]:
 
 
 def finish_page(html: str, page, config, files) -> str:
-    """on_page_content for a lab: download button, folded solutions, working links, nothing remote."""
+    """on_page_content for a lab: download button, folded solutions, working links, pruned styles, nothing remote."""
     if not is_lab(page.file.src_uri):
         return html
     name = posixpath.basename(page.file.src_uri).removesuffix(".py")
@@ -191,6 +193,7 @@ def finish_page(html: str, page, config, files) -> str:
     html = _LINK.sub(link, html)
     # nbconvert's lab template imports mermaid from a CDN for mermaid *outputs*; the labs have none.
     html = _MERMAID_LOADER.sub("", html)
+    html = prune_styles(html)
     for remote in _REMOTE.findall(html):
         log.warning(f"lab {page.file.src_uri} would load from the network: {remote}")
     return html

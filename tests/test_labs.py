@@ -13,7 +13,7 @@ import sys
 import jupytext
 import pytest
 
-from execdocs import labs
+from execdocs import lab_styles, labs
 from execdocs.environment import child_env
 
 LABS = labs.lab_paths()
@@ -88,3 +88,29 @@ def test_the_download_has_no_solution_and_no_output(lab):
     assert all(not cell.outputs for cell in nb.cells if cell.cell_type == "code")
     markdown = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
     assert ".md)" not in markdown and ".md#" not in markdown, "links to pages must point at the published site"
+
+
+def test_a_lab_page_keeps_only_the_styles_its_markup_uses():
+    css = (
+        "@charset 'UTF-8';"
+        ".jupyter-wrapper{--used: var(--chained);--chained: red;--unused: blue}"
+        ".jupyter-wrapper .jp-Cell{color: var(--used)}"
+        ".jupyter-wrapper .jp-Launcher{color: var(--unused)}"
+        ".jp-Launcher,.jp-Cell:not(.jp-mod-dirty) pre{margin: 0}"
+        ".md-typeset__scrollwrap .jp-Cell{padding: 0}"
+        "#absent{color: blue}"
+        "@media print{.jp-Launcher{display: none}}"
+        "@media screen{.jp-Cell{display: block}}"
+    )
+    html = f'<style type="text/css">{css}</style><div class="jupyter-wrapper"><div class="jp-Cell">x</div></div>'
+    pruned = lab_styles.prune_styles(html)
+    assert pruned == (
+        '<style type="text/css">'
+        ".jupyter-wrapper{--used: var(--chained);--chained: red}"
+        ".jupyter-wrapper .jp-Cell{color: var(--used)}"
+        ".jp-Cell:not(.jp-mod-dirty) pre{margin: 0}"
+        ".md-typeset__scrollwrap .jp-Cell{padding: 0}"  # Material's classes are added around the content
+        "@media screen{.jp-Cell{display: block}}"
+        '</style><div class="jupyter-wrapper"><div class="jp-Cell">x</div></div>'
+    )
+    assert lab_styles.prune_styles('<style>.jp-Launcher{margin: 0}</style><p class="x">y</p>') == '<p class="x">y</p>'

@@ -5,6 +5,8 @@ Every page passes the checks of page_checks.check_page; each kind also shows wha
 kind. A screenshot of each page in each palette and window is kept in the test run's folder.
 """
 
+import re
+
 import pytest
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
@@ -90,6 +92,31 @@ def test_page_reads_well(driver, site_url, window, kind, palette):
         problems.append(f"/{PAGES[page]} ({palette}): {width} px wide in the {window} window, not {wanted_width}")
     for check in [*own_checks, copy_buttons]:
         problems += [f"/{PAGES[page]} ({palette}): {problem}" for problem in check(driver)]
+    assert not problems, "\n".join(problems)
+
+
+# mkdocs-jupyter inlines JupyterLab's whole stylesheet, about 575 KB, into every lab page; execdocs/labs.py
+# cuts it to the rules a page's markup can match, about 22 KB. Should the whole sheet come back (another
+# template, a pruning that stops working), each lab page would weigh about 690 KB again.
+LAB_PAGE_MAX_BYTES = 300_000
+LAB_STYLES_MAX_BYTES = 64_000
+
+
+def test_lab_pages_carry_only_the_styles_they_use(built_site):
+    """Read from the built HTML of every lab page: its inline styles and its weight."""
+    pages = sorted(built_site.glob("labs/*/index.html"))
+    assert pages, f"no lab page in {built_site}"
+    problems = []
+    for page in pages:
+        html = page.read_bytes()
+        styles = sum(len(css) for css in re.findall(rb"<style\b[^>]*>(.*?)</style>", html, re.S))
+        name = page.parent.relative_to(built_site).as_posix()
+        if styles > LAB_STYLES_MAX_BYTES:
+            problems.append(f"/{name}/: {styles} bytes of inline styles (at most {LAB_STYLES_MAX_BYTES})")
+        if b"--jp-icon-" in html:  # JupyterLab's icons, which no rendered notebook shows
+            problems.append(f"/{name}/: carries JupyterLab's application stylesheet (its --jp-icon-* properties)")
+        if len(html) > LAB_PAGE_MAX_BYTES:
+            problems.append(f"/{name}/: {len(html)} bytes of HTML (at most {LAB_PAGE_MAX_BYTES})")
     assert not problems, "\n".join(problems)
 
 
