@@ -95,3 +95,24 @@ def draw_roofline(data) -> Figure:
     ax.set_ylabel("achieved TFLOP/s")
     ax.set_title("roofline: share of the ceiling that applies")
     return fig
+
+
+def draw_memory_budget(data) -> Figure:
+    """Peak GPU memory of a training step against its time, one point per activation-memory budget,
+    with whiskers from the 20th to the 80th percentile of the step time."""
+    fig = Figure(figsize=(6, 3.8), layout="constrained")
+    ax = _axes(fig)
+    points = data["points"]
+    ms = [p["ms"]["median"] for p in points]
+    whiskers = [
+        [p["ms"]["median"] - p["ms"]["p20"] for p in points],
+        [p["ms"]["p80"] - p["ms"]["median"] for p in points],
+    ]
+    peaks = [p["peak_gib"] for p in points]
+    ax.errorbar(ms, peaks, xerr=whiskers, marker="o", capsize=3, linestyle="-", color=COLOURS["default"])
+    for point, x, y in zip(points, ms, peaks, strict=True):
+        ax.annotate(f"budget {point['budget']:g}", (x, y), textcoords="offset points", xytext=(6, 4))
+    ax.set_xlabel("step time, ms (median, 20th-80th percentile)")
+    ax.set_ylabel("peak GPU memory of the step, GiB")
+    ax.set_title(data["model"])
+    return fig
