@@ -1,8 +1,17 @@
 """A lab page's inline <style> blocks, cut to the rules and custom properties its markup uses."""
 
+import hashlib
+import os
 import re
+from pathlib import Path
 
 import tinycss2
+
+from execdocs.layout import CACHE
+
+# Pruning takes about a quarter of a second a page, at every build: a warm rebuild reads the result
+# back instead, keyed by the page's HTML and this module's source.
+PRUNED = CACHE / "lab-styles"
 
 # mkdocs-jupyter inlines JupyterLab's whole stylesheet into every lab page: 575 KB of rules for the
 # application's every widget, icon and editor, of which a rendered notebook uses a few dozen. Moved into
@@ -107,6 +116,19 @@ def _serialize(nodes: list, read: set[str]) -> str:
 
 def prune_styles(html: str) -> str:
     """The lab page with each of its <style> blocks cut to the rules and custom properties its markup uses."""
+    key = hashlib.sha256(Path(__file__).read_bytes() + b"\0" + html.encode())
+    cached = PRUNED / f"{key.hexdigest()[:24]}.html"
+    if cached.is_file():
+        return cached.read_text()
+    pruned = _pruned(html)
+    PRUNED.mkdir(parents=True, exist_ok=True)
+    scratch = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+    scratch.write_text(pruned)
+    scratch.replace(cached)  # atomic: parallel builds never read half a file
+    return pruned
+
+
+def _pruned(html: str) -> str:
     blocks = list(_STYLE.finditer(html))
     outside = _STYLE.sub("", html)
     classes = {name for match in _CLASSES.finditer(outside) for name in match.group(2).split()}
