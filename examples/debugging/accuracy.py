@@ -12,7 +12,8 @@ import copy
 
 import torch
 import torch._functorch.config
-from torch import nn
+
+from debugging._accuracy_model import Block
 
 torch.manual_seed(0)
 # Compile afresh every time, so that each config switch below really changes the code that runs.
@@ -21,18 +22,6 @@ torch._inductor.config.fx_graph_cache = False
 
 
 # --8<-- [start:model]
-class Block(nn.Module):
-    def __init__(self, width=256):
-        super().__init__()
-        self.norm = nn.LayerNorm(width)
-        self.up = nn.Linear(width, 4 * width)
-        self.down = nn.Linear(4 * width, width)
-
-    def forward(self, x):
-        h = self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
-        return torch.softmax(h, dim=-1) * h.sum(dim=-1, keepdim=True)
-
-
 model = Block().eval()
 x = torch.randn(64, 256)
 # --8<-- [end:model]

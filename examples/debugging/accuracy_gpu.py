@@ -14,9 +14,9 @@ import warnings
 
 import torch
 import torch._functorch.config
-from torch import nn
 
 import compile_tools
+from debugging._accuracy_model import Block
 
 torch.manual_seed(0)
 torch.set_grad_enabled(False)  # inference only
@@ -31,20 +31,6 @@ on_gpu = device.type == "cuda"
 def relative_error(out, ref):
     """||out - ref|| / ||ref||, in float64."""
     return ((out.double() - ref).norm() / ref.norm()).item()
-
-
-class Block(nn.Module):
-    """The block of the CPU sections of the page: LayerNorm, an MLP with a GELU, a scaled softmax."""
-
-    def __init__(self, width=256):
-        super().__init__()
-        self.norm = nn.LayerNorm(width)
-        self.up = nn.Linear(width, 4 * width)
-        self.down = nn.Linear(4 * width, width)
-
-    def forward(self, x):
-        h = self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
-        return torch.softmax(h, dim=-1) * h.sum(dim=-1, keepdim=True)
 
 
 # --8<-- [start:tf32]
@@ -169,6 +155,9 @@ def distinct_results(fn, runs=20):
     return len({tuple(fn(index, values).tolist()) for _ in range(runs)})
 
 
+# a call: Triton's tl.atomic_add(...) or C++'s atomic_add_vec<...>(...); not a kernel's metadata, 'atomic_add_found'
+atomic_add_call = re.compile(r"\batomic_add\w*(<[^(]*>)?\(")
+adding_call = re.compile(atomic_add_call.pattern + r"|\bindex_put_\(")
 distinct, atomics = {}, {}
 settings = ("default", "config.deterministic=True", "use_deterministic_algorithms(True)")
 print("distinct results of 20 runs         eager  compiled  atomic_add in the code")
@@ -183,10 +172,10 @@ try:
         # Inductor's config changes nothing in eager, so that row has no eager column
         eager_distinct = None if setting.startswith("config") else distinct_results(bin_sums)
         distinct[setting] = eager_distinct, compiled_distinct
-        atomics[setting] = "atomic_add" in code
+        atomics[setting] = bool(atomic_add_call.search(code))
         print(f"{setting:<34} {eager_distinct or '-':>6} {compiled_distinct:>9}  {atomics[setting]}")
         if setting.startswith("use_deterministic"):  # what the deterministic code adds with
-            adding = [line.strip() for line in code.splitlines() if "atomic_add" in line or "index_put" in line]
+            adding = [line.strip() for line in code.splitlines() if adding_call.search(line)]
 finally:
     torch.use_deterministic_algorithms(False)
 print("under use_deterministic_algorithms(True), the lines of the code that add:", *adding[:4], sep="\n  ")
@@ -194,6 +183,7 @@ print("under use_deterministic_algorithms(True), the lines of the code that add:
 default, inductor_deterministic, torch_deterministic = settings
 assert atomics[default] and atomics[inductor_deterministic], "index_add_ compiles to atomic adds"
 assert distinct[torch_deterministic] == (1, 1), "deterministic algorithms: one result, eager and compiled"
+assert not atomics[torch_deterministic], "deterministic algorithms: no atomic add in the compiled code"
 if on_gpu:
     assert min(distinct[default]) > 1, "float atomics on the GPU: the result changes from run to run"
     assert distinct[inductor_deterministic][1] > 1, "Inductor's deterministic config leaves the atomics alone"

@@ -2,12 +2,17 @@
 one package exported with a dynamic batch dimension, called at two batch sizes and at one outside its range.
 
 Run it as it is: `python examples/deploying/aoti_per_call.py` (on a GPU if torch sees one). Both packages
-are compiled in this process; the call outside the range runs in a fresh process (`_serve.py`).
+are compiled in this process; the call outside the range runs in a fresh process (`_serve.py`), and so do,
+on a GPU, the first calls under CUDA's two ways of loading kernels (this same file, started with the
+argument `first-calls`).
 """
 
+import json
 import os
 import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import zipfile
@@ -18,6 +23,36 @@ import torch
 import compile_tools
 from benchmarking import _profile_diff
 from deploying import _model, _serve
+
+
+# --8<-- [start:first-calls-job]
+def first_calls_job(package: str, sizes: list[int]) -> None:
+    """In this fresh process: the CUDA context's start, the package's first and second call at each batch size,
+    and the kernels a call at each size launches; prints one JSON line."""
+    start = time.perf_counter()
+    torch.zeros(1, device="cuda")  # creates the CUDA context (under CUDA_MODULE_LOADING=EAGER, loads every kernel)
+    torch.cuda.synchronize()
+    context_s = time.perf_counter() - start
+    runner = torch._inductor.aoti_load_package(package)
+    calls_ms = {}
+    for rows in sizes:
+        x = torch.randn(rows, 64, device="cuda")
+        calls_ms[rows] = [_profile_diff.time_call(lambda x=x: runner(x), torch.cuda.synchronize)[1] for _ in range(2)]
+    kernels = {}
+    for rows in sizes:  # after the timed calls, which must not include the profiler's start
+        x = torch.randn(rows, 64, device="cuda")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+            runner(x)
+            torch.cuda.synchronize()
+        cuda_events = [e for e in profile.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels[rows] = sorted({event.name for event in cuda_events})
+    print(json.dumps({"context_s": context_s, "calls_ms": calls_ms, "kernels": kernels}))
+
+
+# --8<-- [end:first-calls-job]
+if len(sys.argv) > 2 and sys.argv[1] == "first-calls":
+    first_calls_job(sys.argv[2], [int(rows) for rows in sys.argv[3:]])
+    sys.exit(0)
 
 device = compile_tools.device()
 cuda = device.type == "cuda"
@@ -34,22 +69,6 @@ ROUNDS = 21
 
 
 # --8<-- [start:per-call]
-def interleaved_us(steps: dict, rounds: int = ROUNDS, block_ms: float = 20.0) -> dict:
-    """Per-call microseconds, (host, wall) for every call, in rounds: each round times a block of calls of
-    each step, in an order that rotates from round to round, so all steps see the host at the same speed."""
-    synchronize = torch.cuda.synchronize if cuda else (lambda: None)
-    for step in steps.values():  # warm-up, then one call each, to size the blocks
-        for _ in range(20):
-            _profile_diff.time_call(step, synchronize)
-    calls = max(1, round(block_ms / max(_profile_diff.time_call(step, synchronize)[1] for step in steps.values())))
-    names, times = list(steps), {name: [] for name in steps}
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            block = [_profile_diff.time_call(steps[name], synchronize) for _ in range(calls)]
-            times[name].append([(host * 1e3, wall * 1e3) for host, wall in block])
-    return times
-
-
 def gpu_busy_us(step, calls: int = 50) -> tuple[float, float]:
     """The GPU's busy time per call (the sum of its kernels and copies, from the profiler), and kernels per call."""
     from torch.profiler import ProfilerActivity, profile
@@ -80,10 +99,12 @@ variants = {
 with torch.no_grad():  # as a server calls a model: no autograd
     expected = model(x)
     outputs = {name: fn(x) for name, fn in variants.items()}  # torch.compile compiles here
-    times = interleaved_us({name: (lambda fn=fn: fn(x)) for name, fn in variants.items()})
+    # host and wall ms of every call, in ROUNDS rounds of a block of each variant; the order reverses every round
+    times = _profile_diff.paired_times({name: (lambda fn=fn: fn(x)) for name, fn in variants.items()},
+                                       pairs=ROUNDS, block_ms=20.0)  # fmt: skip
     busy = {name: gpu_busy_us(lambda fn=fn: fn(x)) for name, fn in variants.items()} if cuda else {}
-round_wall = {name: [statistics.median(w for _, w in block) for block in times[name]] for name in variants}
-round_host = {name: [statistics.median(h for h, _ in block) for block in times[name]] for name in variants}
+round_wall = {name: [statistics.median(w for _, w in block) * 1e3 for block in times[name]] for name in variants}
+round_host = {name: [statistics.median(h for h, _ in block) * 1e3 for block in times[name]] for name in variants}
 print(f"per call, µs: median of {ROUNDS} rounds (10th-90th percentile of the rounds), "
       f"{len(times['eager'][0])} calls per variant and round")  # fmt: skip
 print(f"{'':22}{'wall clock':>22}" + (f"{'host (until it returns)':>27}{'GPU busy':>10}{'kernels':>9}" if cuda else ""))
@@ -167,3 +188,31 @@ assert max(first_call_ms.values()) < 1000, "a new size is a call, not a compile:
 assert len(shared_objects) == 1, "one shared object answered both batch sizes"
 assert reads_batch, "the generated wrapper takes the batch size from the input at run time"
 assert "error" in checked and "too large" in reason and "64" in reason and "128" in reason, (checked, reason)
+
+# --8<-- [start:first-calls]
+if cuda:
+    first_calls = {}
+    for loading in ("LAZY", "EAGER"):  # CUDA's default: a kernel is loaded at its first launch; and all at the start
+        env = _serve.serving_env(CUDA_MODULE_LOADING=loading)
+        done = subprocess.run([sys.executable, __file__, "first-calls", dynamic_package, "8", "32"], env=env,
+                              capture_output=True, text=True, check=True, timeout=_serve.SERVE_TIMEOUT_S)  # fmt: skip
+        first_calls[loading] = json.loads(done.stdout.strip().splitlines()[-1])
+    print("the dynamic package in a fresh process, by CUDA_MODULE_LOADING; ms of the first call, then the second")
+    print(f"{'':8}{'CUDA context':>14}{'8 rows':>16}{'32 rows':>16}")
+    for loading, run in first_calls.items():
+        calls = "".join(f"{first:8.1f}, {second:4.2f}" for first, second in run["calls_ms"].values())
+        print(f"{loading:8}{run['context_s'] * 1e3:11.0f} ms{calls}")
+    lazy_kernels = first_calls["LAZY"]["kernels"]
+    new_at_32 = sorted(set(lazy_kernels["32"]) - set(lazy_kernels["8"]))
+    print(f"kernels a call launches at 32 rows and not at 8 ({len(new_at_32)} of {len(lazy_kernels['32'])}):")
+    print(*(f"  {_profile_diff.short(name, 100)}" for name in new_at_32), sep="\n")
+else:
+    print("on the CPU there are no CUDA kernels to load: this section is for a GPU")
+# --8<-- [end:first-calls]
+if cuda:
+    lazy, eager_loading = (first_calls[loading]["calls_ms"]["32"] for loading in ("LAZY", "EAGER"))
+    assert lazy[0] > 10 * lazy[1], "lazy loading: the first call at 32 rows is the slow one, not the second"
+    assert eager_loading[0] < lazy[0] / 3, "with every kernel loaded before, the first call at 32 is short"
+    start_ms = {loading: run["context_s"] * 1e3 + run["calls_ms"]["8"][0] for loading, run in first_calls.items()}
+    assert start_ms["EAGER"] > 5 * start_ms["LAZY"], "and the start pays for it: the context and the first call"
+    assert new_at_32, "at 32 rows, the package launches kernels that 8 rows did not"

@@ -5,21 +5,9 @@ Import it from an example of this chapter: `from distributed._feedforward import
 
 import torch
 from torch import nn
-from torch.nn import functional as F
-
 
 # --8<-- [start:model]
-class FeedForward(nn.Module):
-    """A transformer's feed-forward block with its residual: LayerNorm, Linear up 4x, GELU, Linear down."""
-
-    def __init__(self, width: int):
-        super().__init__()
-        self.norm = nn.LayerNorm(width)
-        self.up = nn.Linear(width, 4 * width)
-        self.down = nn.Linear(4 * width, width)
-
-    def forward(self, x):
-        return x + self.down(F.gelu(self.up(self.norm(x))))
+from deploying._model import Block as FeedForward  # LayerNorm, Linear up 4x, GELU, Linear down; the residual
 
 
 class FeedForwardStack(nn.Module):
