@@ -13,36 +13,10 @@ import torch
 
 import compile_tools
 from benchmarking import _harness, _memory, _profile_diff, _zoo
+from benchmarking._cuda_graphs import GraphCounter
 
 device = compile_tools.device()
 MODELS = ["ResNet-50", "MobileNetV2"]  # 32 images of 224 x 224, bf16 autocast
-
-
-# --8<-- [start:count-graphs]
-class GraphCounter:
-    """Counts CUDA graphs captured and replayed, by wrapping torch.cuda.CUDAGraph's two methods."""
-
-    def __init__(self):
-        self.counts = Counter()
-        self.capture_end, self.replay = torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay
-
-    def __enter__(self):
-        def capture_end(graph):
-            self.counts["captured"] += 1
-            return self.capture_end(graph)
-
-        def replay(graph):
-            self.counts["replayed"] += 1
-            return self.replay(graph)
-
-        torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay = capture_end, replay
-        return self
-
-    def __exit__(self, *exc):
-        torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay = self.capture_end, self.replay
-
-
-# --8<-- [end:count-graphs]
 
 
 # --8<-- [start:measure]

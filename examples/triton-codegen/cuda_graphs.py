@@ -16,6 +16,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 import compile_tools
+from benchmarking._cuda_graphs import GraphCounter
 
 torch.manual_seed(0)
 torch.set_grad_enabled(False)  # inference: no backward, no autograd state to keep
@@ -140,30 +141,16 @@ if on_gpu:
 
 
 # --8<-- [start:warm-up]
-counts = Counter()
-capture_end, replay = torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay
-
-
-def counting_capture_end(graph):
-    counts["captures"] += 1
-    return capture_end(graph)
-
-
-def counting_replay(graph):
-    counts["replays"] += 1
-    return replay(graph)
-
-
-torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay = counting_capture_end, counting_replay
 torch._dynamo.reset()  # forget everything compiled so far: start again from a first call
 fresh = torch.compile(model, mode="reduce-overhead")
 per_call = []
-for number in range(1, 5):
-    counts.clear()
-    fresh(x)
-    per_call.append((counts["captures"], counts["replays"]))
-    print(f"call {number}: {counts['captures']} graph captured, {counts['replays']} graph replayed")
-torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay = capture_end, replay
+with GraphCounter() as graphs:
+    for number in range(1, 5):
+        graphs.counts.clear()
+        fresh(x)
+        captured, replayed = graphs.counts["captured"], graphs.counts["replayed"]
+        per_call.append((captured, replayed))
+        print(f"call {number}: {captured} graph captured, {replayed} graph replayed")
 # --8<-- [end:warm-up]
 if on_gpu:
     # A new tree manager (after reset) captures one empty graph to own its memory pool; the warm-up replays nothing.
@@ -181,19 +168,16 @@ def scale_in_place(t):
 torch._dynamo.reset()
 torch._dynamo.utils.counters.clear()
 skipping = torch.compile(scale_in_place, mode="reduce-overhead")
-torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay = counting_capture_end, counting_replay
-counts.clear()
-with compile_tools.captured_logs(cudagraphs=True) as cudagraphs_log:  # TORCH_LOGS="cudagraphs"
+with GraphCounter() as graphs, compile_tools.captured_logs(cudagraphs=True) as log:  # TORCH_LOGS="cudagraphs"
     for _ in range(3):
         torch.testing.assert_close(skipping(x.clone()), scale_in_place(x.clone()))
-torch.cuda.CUDAGraph.capture_end, torch.cuda.CUDAGraph.replay = capture_end, replay
-skips = [line for line in cudagraphs_log.getvalue().splitlines() if "skipping cudagraphs" in line]
+skips = [line for line in log.getvalue().splitlines() if "skipping cudagraphs" in line]
 print("the log:", *skips, sep="\n  ")
 print("counters['inductor']['cudagraph_skips']:", torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
-print(f"in 3 calls: {counts['captures']} graphs captured, {counts['replays']} replayed")
+print(f"in 3 calls: {graphs.counts['captured']} graphs captured, {graphs.counts['replayed']} replayed")
 # --8<-- [end:skipped]
 if on_gpu:
     assert skips and "mutated inputs" in skips[0], "the reason is in the log"
     assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] >= 1, "and in the counter"
     # the one capture is the empty graph a new tree manager captures for its memory pool (the warm-up above)
-    assert counts["replays"] == 0 and counts["captures"] <= 1, "the graph runs with ordinary launches"
+    assert graphs.counts["replayed"] == 0 and graphs.counts["captured"] <= 1, "the graph runs with ordinary launches"
