@@ -218,11 +218,12 @@ for size, rows in results.items():
 # --8<-- [start:time]
 for size, rows in results.items():
     print(f"{size}: ms per step, eager | compiled; the GEMMs' share of eager's GPU busy time")
-    print(f"{'ranks':>5} {'wall clock':>15} {'GPU busy':>15} {'speedup':>17} {'GEMM':>6}")
+    print(f"{'ranks':>5} {'wall clock':>15} {'host':>15} {'GPU busy':>15} {'speedup':>17} {'GEMM':>6}")
     for row in rows:
         eager, compiled = row["eager"], row["compiled"]
         low, high = row["speedup_range"]
-        print(f"{row['world_size']:>5} {eager['ms']:>6.1f} | {compiled['ms']:<6.1f} {eager['busy_ms']:>6.1f} | "
+        print(f"{row['world_size']:>5} {eager['ms']:>6.1f} | {compiled['ms']:<6.1f} "
+              f"{eager['host_ms']:>6.1f} | {compiled['host_ms']:<6.1f} {eager['busy_ms']:>6.1f} | "
               f"{compiled['busy_ms']:<6.1f} {row['speedup']:.2f}x ({low:.2f}-{high:.2f}) "
               f"{eager['gemm_share']:>6.0%}")  # fmt: skip
 # --8<-- [end:time]
@@ -270,6 +271,8 @@ for size, rows in results.items():
     busy = {how: sum(row[how]["busy_ms"] for row in rows) for how in ("eager", "compiled")}
     assert busy["compiled"] < busy["eager"], "though it does take some work off the GPU"
 small, large = (results[size] for size in SIZES)
+small_host_ms = {how: sum(row[how]["host_ms"] for row in small) for how in ("eager", "compiled")}
+assert small_host_ms["compiled"] > small_host_ms["eager"], "compiled blocks add host time"
 for row in small:  # the small model's step: the host, in FSDP2's hooks
     eager = row["eager"]
     assert eager["ms"] > 3 * eager["busy_ms"], "the GPU idles most of the step"
