@@ -30,7 +30,7 @@ def first_calls_job(package: str, sizes: list[int]) -> None:
     """In this fresh process: the CUDA context's start, the package's first and second call at each batch size,
     and the kernels a call at each size launches; prints one JSON line."""
     start = time.perf_counter()
-    torch.zeros(1, device="cuda")  # creates the CUDA context (under CUDA_MODULE_LOADING=EAGER, loads every kernel)
+    torch.zeros(1, device="cuda")  # creates the CUDA context
     torch.cuda.synchronize()
     context_s = time.perf_counter() - start
     runner = torch._inductor.aoti_load_package(package)
