@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+from distributed._ranks import MULTICAST_OFF  # the launcher of the examples' ranks owns that setting
+
 from execdocs.layout import CACHE, EXAMPLES, INDUCTOR_CACHE
 
 DEVICE_ENV = "EXECDOCS_DEVICE"  # force a device kind, e.g. to build the CPU site on a GPU machine
@@ -22,7 +24,7 @@ PREVIEW_ENV = "EXECDOCS_PREVIEW"
 _ASK_TORCH = """
 import json, torch, compile_tools
 print(json.dumps({"device": "cuda" if torch.cuda.is_available() else "cpu",
-                  "stamp": compile_tools.environment_stamp()}))
+                  "gpus": torch.cuda.device_count(), "stamp": compile_tools.environment_stamp()}))
 """
 
 
@@ -35,6 +37,7 @@ def child_env(**extra: str) -> dict[str, str]:
     # and made CPU timings tens of times slower. Half the cores each keeps them apart.
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 2) // 2)))
     env["PYTHONUNBUFFERED"] = "1"
+    env.update(MULTICAST_OFF)
     env.update(extra)
     return env
 
@@ -42,7 +45,8 @@ def child_env(**extra: str) -> dict[str, str]:
 @functools.cache
 def _machine() -> dict:
     torch_version = importlib.metadata.version("torch")
-    tag = hashlib.sha256(f"{sys.executable}|{torch_version}|{os.environ.get('CUDA_VISIBLE_DEVICES')}".encode())
+    asked = f"{sys.executable}|{torch_version}|{os.environ.get('CUDA_VISIBLE_DEVICES')}|{_ASK_TORCH}"
+    tag = hashlib.sha256(asked.encode())
     cached = CACHE / "environment" / f"{tag.hexdigest()[:16]}.json"
     if cached.is_file():
         return json.loads(cached.read_text())
@@ -64,9 +68,14 @@ def machine_stamp() -> dict[str, str]:
     return _machine()["stamp"]
 
 
-def can_run(device: str) -> bool:
-    """Any machine runs CPU examples (with the GPU hidden); CUDA examples need a GPU."""
-    return device == "cpu" or machine_device() == "cuda"
+def machine_gpus() -> int:
+    """How many GPUs torch sees here (0 on a CPU machine, or where EXECDOCS_DEVICE=cpu)."""
+    return _machine()["gpus"] if machine_device() == "cuda" else 0
+
+
+def can_run(device: str, gpus: int = 1) -> bool:
+    """Any machine runs CPU examples (with the GPU hidden); CUDA examples need a GPU, or as many as they declare."""
+    return device == "cpu" or (machine_device() == "cuda" and machine_gpus() >= gpus)
 
 
 def preview() -> bool:

@@ -10,8 +10,9 @@ from execdocs.layout import DEVICES, EXAMPLES, ROOT
 
 SECTION_MARKER = re.compile(r"^(?P<indent>[ \t]*)# --8<-- \[(?P<kind>start|end):(?P<name>[^\]]+)\][ \t]*$")
 SECTION_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-# An example runs on every device kind unless it says otherwise, e.g. `# execdocs: devices=cuda`.
-DEVICES_DECLARATION = re.compile(r"^# execdocs: devices=(?P<devices>[a-z,]+)[ \t]*$", re.M)
+# An example runs on every device kind unless it says otherwise, e.g. `# execdocs: devices=cuda`; one that
+# starts a process per GPU says how many it needs: `# execdocs: devices=cuda, gpus=2`.
+DEVICES_DECLARATION = re.compile(r"^# execdocs: devices=(?P<devices>[a-z,]+)(?:, gpus=(?P<gpus>\d+))?[ \t]*$", re.M)
 
 
 class ExampleError(Exception):
@@ -84,6 +85,15 @@ class Example:
     def is_support_module(self) -> bool:
         """A module examples import (its name starts with `_`): pages may include it, nothing runs it."""
         return self.path.name.startswith("_")
+
+    @cached_property
+    def gpus(self) -> int:
+        """How many GPUs a run needs: 1 unless the example declares more (one process per GPU)."""
+        match = DEVICES_DECLARATION.search(self.source)
+        gpus = int(match["gpus"]) if match and match["gpus"] else 1
+        if gpus > 1 and self.devices != ("cuda",):
+            raise ExampleError(f"{self.display_path}: gpus={gpus} needs devices=cuda alone.")
+        return gpus
 
     def runs_on(self, device: str) -> bool:
         return device in self.devices

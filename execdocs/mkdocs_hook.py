@@ -63,8 +63,9 @@ def on_pre_build(config):
     problems = []
     for reference, device in wanted:
         result = results.get((reference.example.name, device))
-        message = problem(reference, device, result, can_run(device))
-        if message and preview() and is_recording_gap(reference, device, result, can_run(device)):
+        runnable = can_run(device, reference.example.gpus)
+        message = problem(reference, device, result, runnable)
+        if message and preview() and is_recording_gap(reference, device, result, runnable):
             log.warning(message)  # the page shows the old recording, or a note, marked as such
         elif message:
             problems.append(message)

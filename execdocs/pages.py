@@ -105,6 +105,11 @@ def all_references() -> list[Reference]:
 
 
 def record_command(example: Example, device: str) -> str:
+    if device == "cuda" and example.gpus > 1:
+        return (
+            f"on a machine with {example.gpus} CUDA GPUs joined by NVLink (the example starts a process per GPU), "
+            f"run `nox --no-venv -s record -- {example.name}`, then commit snippets/outputs/cuda/"
+        )
     if device == "cuda":
         return (
             f"on a machine with a CUDA GPU, run `nox -s record -- {example.name}` "

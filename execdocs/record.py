@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from execdocs.environment import machine_device
+from execdocs.environment import machine_device, machine_gpus
 from execdocs.examples import Example, all_examples
 from execdocs.layout import CACHE, relative, run_dir
 from execdocs.reproduction import (
@@ -51,6 +51,18 @@ def select(targets: list[str]) -> list[Example]:
     if unknown:
         raise SystemExit(f"no example or chapter named {', '.join(unknown)}; see examples/<chapter>/<topic>.py")
     return chosen
+
+
+def refuse_what_needs_more_gpus(examples: list[Example], device: str) -> None:
+    """Stop before anything runs if an example needs more GPUs than this machine has: none may start and hang."""
+    gpus = machine_gpus()
+    short = [example for example in examples if example.runs_on(device) and device == "cuda" and example.gpus > gpus]
+    if short:
+        needs = ", ".join(f"{example.display_path} needs {example.gpus}" for example in short)
+        raise SystemExit(
+            f"not recorded: {needs} GPUs and this machine has {gpus}; record it on a machine with that many "
+            "GPUs, or leave it out of the targets. Nothing was run."
+        )
 
 
 def status_line(result: Result, run: str) -> str:
@@ -95,6 +107,7 @@ def main() -> int:
         raise SystemExit("EXECDOCS_RUN_DIR is set: recording writes committed outputs; unset it first.")
     device = machine_device()
     examples = select(arguments.targets)
+    refuse_what_needs_more_gpus(examples, device)
     if arguments.twice:
         # Read before any GPU time is spent, so that a page's unreadable tolerance stops nothing halfway.
         pages = {example.name: quoting_pages(example) for example in examples}

@@ -34,8 +34,9 @@ def section_result(target: str, device: str | None) -> tuple[Reference, Result |
     device = device or default_device(example, machine_device())
     reference = Reference("", 0, target, example, section, device, shows_output=True)
     result = runner.ensure(example, device) if example.runs_on(device) else None
-    message = problem(reference, device, result, can_run(device))
-    if message and preview() and is_recording_gap(reference, device, result, can_run(device)):
+    runnable = can_run(device, example.gpus)
+    message = problem(reference, device, result, runnable)
+    if message and preview() and is_recording_gap(reference, device, result, runnable):
         return reference, result, message
     if message:
         raise ShowError(message)
@@ -49,7 +50,10 @@ def fenced(text: str, lang: str) -> str:
 
 
 def device_name(result: Result) -> str:
-    return result.stamp["gpu"].removeprefix("NVIDIA ") if result.device == "cuda" else "CPU"
+    if result.device != "cuda":
+        return "CPU"
+    gpu = result.stamp["gpu"].removeprefix("NVIDIA ")
+    return f"{result.stamp['gpus']}× {gpu} ({result.stamp['link']})" if "gpus" in result.stamp else gpu
 
 
 def stamp_line(result: Result) -> str:
@@ -57,11 +61,15 @@ def stamp_line(result: Result) -> str:
     parts = [device_name(result), f"torch {stamp['torch']}", f"Python {stamp['python']}"]
     if result.device == "cuda":
         parts += [f"triton {stamp['triton']}", f"CUDA {stamp['cuda']}"]
+    if "nccl" in stamp:
+        parts.append(f"NCCL {stamp['nccl']}")
     return " · ".join(parts + [stamp["date"]])
 
 
 def recorded_title(result: Result) -> str:
     where = result.stamp["gpu"] if result.device == "cuda" else "CPU"
+    if "gpus" in result.stamp:
+        where = f"{result.stamp['gpus']}× {where}"
     return f"Recorded on {where} with torch {result.stamp['torch']} on {result.stamp['date']}"
 
 

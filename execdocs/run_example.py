@@ -123,6 +123,30 @@ def collected_artifacts(folder: Path) -> dict[str, str]:
         raise ValueError(f"${ARTIFACTS_ENV} takes text files only: {error}") from None
 
 
+# nvidia-smi's matrix of how the GPUs are linked; a cell says how two are joined, e.g. "NV18" (18 NVLinks).
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def several_gpus_stamp(gpus: int) -> dict[str, str]:
+    """What a run with a process per GPU adds to the stamp: how many GPUs, NCCL's version, the link between them."""
+    import subprocess
+
+    import torch
+
+    try:
+        matrix = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        matrix = ""
+    rows = [ANSI_ESCAPE.sub("", line).split() for line in matrix.splitlines()]
+    cells = {row[0]: row[1 : gpus + 1] for row in rows if row and re.fullmatch(r"GPU\d+", row[0])}
+    links = sorted({cell for row in cells.values() for cell in row if cell != "X"})
+    return {
+        "gpus": str(gpus),
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        "link": "/".join(links) or "unknown",
+    }
+
+
 def run(example: Example, device: str, artifacts_folder: Path) -> Result:
     module = types.ModuleType("__main__")
     # Relative to the repository (the runner's working directory), so that no machine's paths
@@ -158,7 +182,7 @@ def run(example: Example, device: str, artifacts_folder: Path) -> Result:
         device=device,
         key=content_key(inputs),
         inputs=inputs,
-        stamp=compile_tools.environment_stamp(),
+        stamp={**compile_tools.environment_stamp(), **(several_gpus_stamp(example.gpus) if example.gpus > 1 else {})},
         sections=output.texts(),
         error=error,
         seconds=round(time.perf_counter() - started, 1),

@@ -86,7 +86,7 @@ def _crash_result(example: Example, device: str, what: str, stderr: str) -> Resu
 def ensure(example: Example, device: str) -> Result | None:
     """The example's up-to-date result, running it if needed and possible; None if it can't run here."""
     found = usable(example, device)
-    if found is not None or not can_run(device):
+    if found is not None or not can_run(device, example.gpus):
         return found or store.load(example, device)
     LOCKS.mkdir(parents=True, exist_ok=True)
     with FileLock(LOCKS / f"{example.name.replace('/', '--')}.{device}.lock"):

@@ -39,7 +39,7 @@ def _verify_includes(example) -> None:
             page, block.line, block.attrs.get("id", f"at line {block.line}"), source, section, device, shows_output=ran
         )
         result = runner.ensure(source, device) if ran and source.runs_on(device) else None
-        message = problem(reference, device, result, can_run(device))
+        message = problem(reference, device, result, can_run(device, source.gpus))
         if message:
             pytest.fail(message, pytrace=False)
 

@@ -3,7 +3,7 @@
 import pytest
 
 from execdocs import runner
-from execdocs.environment import machine_device
+from execdocs.environment import can_run, machine_device, machine_gpus
 from execdocs.examples import all_examples
 
 
@@ -12,6 +12,10 @@ def test_example_runs(example):
     device = machine_device()
     if not example.runs_on(device):
         pytest.skip(f"runs only on {', '.join(example.devices)}; test_recordings checks its recording")
+    if not can_run(device, example.gpus):
+        pytest.skip(
+            f"needs {example.gpus} GPUs, this machine has {machine_gpus()}; test_recordings checks the recording"
+        )
     result = runner.ensure(example, device)
     if not result.ok:
         error = result.error

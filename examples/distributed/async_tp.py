@@ -1,0 +1,129 @@
+"""Asynchronous tensor parallelism: Inductor's micro-pipelining splits an all-gather and the matrix product that
+reads it into pieces, so that the product of one piece runs while the next piece arrives.
+
+Run it as it is on a machine with two GPUs: `python examples/distributed/async_tp.py`. One process per GPU (this
+same file, started with the argument `rank`), over NCCL; the fused operators move data through symmetric memory.
+"""
+
+# execdocs: devices=cuda, gpus=2
+
+import re
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+from torch._inductor.utils import run_and_get_code
+from torch.distributed._symmetric_memory import enable_symm_mem_for_group
+
+from distributed import _ranks, _steps_on_ranks
+
+started = time.perf_counter()
+WORLD_SIZE, ROUNDS = 2, 8
+TOKENS, WIDTH, LAYERS = 8192, 4096, 8  # tokens in all (each rank holds 1/n of them), and 8 blocks a step
+FUSED_OPS = ("fused_all_gather_matmul", "fused_matmul_reduce_scatter")
+
+
+# --8<-- [start:sequence-parallel-mlp]
+def mlp(x_shard, w_up, w_down):
+    """A transformer MLP, tensor-parallel: each rank holds 1/n of the tokens (x_shard) and 1/n of the hidden
+    units (the columns of w_up, the rows of w_down). Gather the tokens, multiply, reduce-scatter the sum."""
+    x = funcol.all_gather_tensor(x_shard, gather_dim=0, group=dist.group.WORLD)
+    hidden = torch.nn.functional.gelu(x @ w_up)
+    return funcol.reduce_scatter_tensor(hidden @ w_down, "sum", scatter_dim=0, group=dist.group.WORLD)
+
+
+def mlp_pipelined(x_shard, w_up, w_down):
+    """The same function under a name of its own, so that it is compiled a second time, with other settings."""
+    return mlp(x_shard, w_up, w_down)
+
+
+# --8<-- [end:sequence-parallel-mlp]
+
+
+def calls_of(code: str) -> dict[str, int]:
+    """How often the output code calls each fused operator, and the plain collectives."""
+    names = (*FUSED_OPS, "all_gather_into_tensor", "reduce_scatter_tensor")
+    return {name: len(re.findall(rf"\b{name}\b(?:\.default)?\(", code)) for name in names}
+
+
+def work(rank: int, world_size: int) -> dict:
+    torch.manual_seed(rank)  # each rank its own tokens and its own columns
+    x_shard = torch.randn(TOKENS // world_size, WIDTH, dtype=torch.bfloat16, device="cuda")
+    w_up = torch.randn(WIDTH, 4 * WIDTH // world_size, dtype=torch.bfloat16, device="cuda") / WIDTH**0.5
+    w_down = torch.randn(4 * WIDTH // world_size, WIDTH, dtype=torch.bfloat16, device="cuda") / WIDTH**0.5
+    # --8<-- [start:turn-on]
+    plain = torch.compile(mlp)
+    _, plain_code = run_and_get_code(plain, x_shard, w_up, w_down)  # compiled with the default settings
+
+    enable_symm_mem_for_group(dist.group.WORLD.group_name)  # the fused operators exchange through it
+    torch._inductor.config._micro_pipeline_tp = True
+    pipelined = torch.compile(mlp_pipelined)
+    _, pipelined_code = run_and_get_code(pipelined, x_shard, w_up, w_down)
+    # --8<-- [end:turn-on]
+    reference = plain(x_shard, w_up, w_down)
+    difference = ((pipelined(x_shard, w_up, w_down) - reference).abs().max() / reference.abs().max()).item()
+
+    def stack(compiled):
+        return lambda: [compiled(x_shard, w_up, w_down) for _ in range(LAYERS)]
+
+    steps = {"plain": stack(plain), "pipelined": stack(pipelined)}
+    times = _steps_on_ranks.paired(steps, ROUNDS)
+    result = {"difference": difference, "plain_code": plain_code[0], "pipelined_code": pipelined_code[0]}
+    for name, step in steps.items():
+        spans = _steps_on_ranks.kernels(step)
+        result[name] = {
+            "gpu_ms": _steps_on_ranks.round_medians(times[name], 1),
+            "host_ms": _steps_on_ranks.round_medians(times[name], 0),
+            "compute_ms": _steps_on_ranks.lane_ms(spans, "compute"),
+            "nccl_ms": _steps_on_ranks.lane_ms(spans, "nccl"),
+            "calls": calls_of(result[f"{name}_code"]),
+        }
+    return result
+
+
+if _ranks.is_rank_process():
+    _ranks.rank_main(work)
+    sys.exit(0)
+
+ranks = _ranks.run_ranks(__file__, WORLD_SIZE, backend="nccl")
+result = ranks[0]
+
+# --8<-- [start:output-code]
+for name in ("plain", "pipelined"):
+    print(f"{name}: the collectives in Inductor's output code, by the operator called: {result[name]['calls']}")
+code = result["pipelined_code"].splitlines()
+print("pipelined, the lines of call() that call a fused operator:")
+for line in code:
+    if any(f"{op}." in line or f"{op}(" in line for op in FUSED_OPS) and "=" in line:
+        print("    " + line.strip())
+# --8<-- [end:output-code]
+calls = {name: result[name]["calls"] for name in ("plain", "pipelined")}
+assert calls["plain"]["fused_all_gather_matmul"] == 0 and calls["plain"]["all_gather_into_tensor"] > 0
+assert calls["pipelined"]["fused_all_gather_matmul"] == 1, "the all-gather and the product that reads it: one operator"
+assert max(rank["difference"] for rank in ranks) < 0.02, "the same result, within bfloat16's rounding"
+
+
+# --8<-- [start:time]
+def cell(values: list[float]) -> str:
+    return f"{statistics.median(values):6.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+print(f"{LAYERS} calls of the MLP a step, {TOKENS} tokens, width {WIDTH}, bfloat16; ms per step on rank 0, "
+      f"median of {ROUNDS} rounds (min-max), and one profiled step's kernels")  # fmt: skip
+print(f"{'':10}{'GPU':>20}{'host':>7}{'compute kernels':>17}{'NCCL kernels':>14}")
+for name in ("plain", "pipelined"):
+    side = result[name]
+    print(f"{name:<10}{cell(side['gpu_ms']):>20}{statistics.median(side['host_ms']):>7.2f}"
+          f"{side['compute_ms']:>17.2f}{side['nccl_ms']:>14.2f}")  # fmt: skip
+ratios = sorted(p / q for p, q in zip(result["plain"]["gpu_ms"], result["pipelined"]["gpu_ms"], strict=True))
+print(f"plain / pipelined, per round: median {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
+worst = max(rank["difference"] for rank in ranks)
+print(f"largest difference between the two outputs, relative to the largest value, any rank: {worst:.1e}")
+# --8<-- [end:time]
+
+# --8<-- [start:took]
+print(f"this example ran in {time.perf_counter() - started:.0f} s")
+# --8<-- [end:took]

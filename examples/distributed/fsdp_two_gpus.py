@@ -1,0 +1,133 @@
+"""FSDP2 on two real GPUs: step time (host and GPU apart) and memory per phase, eager against compiled per block
+and compiled whole; and the same configuration on one of the two GPUs through a fake process group of 2, as the
+FSDP2-at-scale page measures it.
+
+Run it as it is on a machine with two GPUs: `python examples/distributed/fsdp_two_gpus.py`. Two processes (this
+same file, started with the argument `rank`) train over NCCL, one GPU each; then this process alone plays rank 0
+of 2 on the first GPU, with collectives that move nothing.
+"""
+
+# execdocs: devices=cuda, gpus=2
+
+import gc
+import statistics
+import sys
+import time
+
+import torch
+
+from distributed import _fsdp_step, _ranks, _steps_on_ranks
+from distributed._fake_group import fake_group
+from distributed._feedforward import SIZES, FeedForwardStack, inputs
+
+started = time.perf_counter()
+WORLD_SIZE, ROUNDS = 2, 8
+HOWS = ("eager", "compiled per block", "compiled whole")
+GIB = _fsdp_step.GIB
+
+
+# --8<-- [start:compile-each-way]
+def build(width: int, depth: int, how: str) -> _fsdp_step.TrainingStep:
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = _fsdp_step.sharded(FeedForwardStack(width, depth))
+    if how == "compiled per block":
+        for layer in model.layers:
+            layer.compile()
+    elif how == "compiled whole":
+        model.compile()
+    return _fsdp_step.TrainingStep(model, inputs(width, torch.device("cuda")))
+
+
+# --8<-- [end:compile-each-way]
+
+
+def measure(width: int, depth: int) -> dict:
+    """Each way: memory per phase after two steps; then the three timed in alternating rounds; then one
+    profiled step each. The same calls on every rank, real group or fake."""
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    steps, result = {}, {}
+    for how in HOWS:
+        gc.collect()
+        before = torch.cuda.memory_allocated()
+        steps[how] = step = build(width, depth, how)
+        step()  # compiles, where it compiles; creates AdamW's state
+        step()
+        torch.cuda.synchronize()
+        result[how] = {
+            "held_gib": (torch.cuda.memory_allocated() - before) / GIB,
+            "peak_forward_backward_gib": _fsdp_step.peak_gib(step.forward_backward, before),
+            "peak_optimizer_gib": _fsdp_step.peak_gib(step.optimizer_step, before),
+        }
+    times = _steps_on_ranks.paired(steps, ROUNDS)
+    for how, step in steps.items():
+        spans = _steps_on_ranks.kernels(step)
+        result[how].update({
+            "gpu_ms": _steps_on_ranks.round_medians(times[how], 1),
+            "host_ms": _steps_on_ranks.round_medians(times[how], 0),
+            "compute_ms": _steps_on_ranks.lane_ms(spans, "compute"),
+            "nccl_ms": _steps_on_ranks.lane_ms(spans, "nccl"),
+        })  # fmt: skip
+    result["graphs"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    del steps
+    gc.collect()
+    torch.cuda.empty_cache()
+    return result
+
+
+def work(rank: int, world_size: int) -> dict:
+    return {size: measure(*SIZES[size]) for size in SIZES}
+
+
+if _ranks.is_rank_process():
+    _ranks.rank_main(work)
+    sys.exit(0)
+
+# --8<-- [start:runs]
+real = _ranks.run_ranks(__file__, WORLD_SIZE, backend="nccl", timeout_s=600)[0]
+fake_group(WORLD_SIZE)  # then rank 0 of 2 in this one process, on the first GPU: no communication
+fake = {size: measure(*SIZES[size]) for size in SIZES}
+print(f"{WORLD_SIZE} ranks: over NCCL on two GPUs (real), and rank 0 of a fake group of {WORLD_SIZE} on one of them "
+      f"(fake); rank 0's figures; {ROUNDS} rounds of the three ways, alternating")  # fmt: skip
+# --8<-- [end:runs]
+
+
+def cell(values: list[float]) -> str:
+    return f"{statistics.median(values):6.1f} ({min(values):.1f}-{max(values):.1f})"
+
+
+# --8<-- [start:memory]
+for size in SIZES:
+    print(f"{size}: GiB per rank, held between steps, and the peak while forward+backward and AdamW's step run")
+    print(f"{'':20}{'held':>7}{'fwd+bwd':>9}{'AdamW':>7}   real | fake")
+    for how in HOWS:
+        r, f = real[size][how], fake[size][how]
+        columns = ("held_gib", "peak_forward_backward_gib", "peak_optimizer_gib")
+        print(f"{how:<20}" + "".join(f"{r[key]:>{w}.2f}" for key, w in zip(columns, (7, 9, 7), strict=True)) + "   |"
+              + "".join(f"{f[key]:>{w}.2f}" for key, w in zip(columns, (7, 9, 7), strict=True)))  # fmt: skip
+# --8<-- [end:memory]
+
+# --8<-- [start:time]
+for size in SIZES:
+    print(f"{size}: ms per step on rank 0; GPU time from an idle start (median of rounds, min-max), the host's "
+          "time to enqueue it, and one profiled step's kernels")  # fmt: skip
+    print(f"{'':20}{'GPU, real':>20}{'GPU, fake':>20}{'host, real':>11}{'host, fake':>11}{'compute':>9}{'NCCL':>7}")
+    for how in HOWS:
+        r, f = real[size][how], fake[size][how]
+        print(f"{how:<20}{cell(r['gpu_ms']):>20}{cell(f['gpu_ms']):>20}{statistics.median(r['host_ms']):>11.1f}"
+              f"{statistics.median(f['host_ms']):>11.1f}{r['compute_ms']:>9.1f}{r['nccl_ms']:>7.1f}")  # fmt: skip
+    ratios = sorted(e / c for e, c in zip(real[size]["eager"]["gpu_ms"], real[size]["compiled per block"]["gpu_ms"],
+                                          strict=True))  # fmt: skip
+    print(f"  real: eager / compiled per block, per round: median {statistics.median(ratios):.2f}x "
+          f"({ratios[0]:.2f}-{ratios[-1]:.2f}); graphs compiled, both ways: {real[size]['graphs']}")  # fmt: skip
+# --8<-- [end:time]
+for size in SIZES:
+    for how in HOWS:
+        r, f = real[size][how], fake[size][how]
+        assert abs(r["held_gib"] / f["held_gib"] - 1) < 0.02, f"{size}, {how}: the same state held, real or fake"
+        assert r["nccl_ms"] > 0 and f["nccl_ms"] == 0, "the fake group launches no NCCL kernel"
+
+# --8<-- [start:took]
+print(f"this example ran in {time.perf_counter() - started:.0f} s")
+# --8<-- [end:took]
