@@ -42,9 +42,17 @@ def round_medians(rounds: list, index: int) -> list[float]:
     return [statistics.median(call[index] for call in round_) for round_ in rounds]
 
 
-def kernels(step) -> list[tuple[str, float, float]]:
-    """(lane, start ms, end ms) of every GPU activity of one call of step(), from the profiler: lane "nccl" for
-    NCCL's kernels, "compute" for the rest; times from the call's first kernel."""
+def lane(name: str) -> str:
+    """Where a GPU activity goes on a timeline: "nccl" for NCCL's kernels, "copy" for copies and fills (those of a
+    collective that moves data with the copy engines among them), "compute" for every other kernel."""
+    if "nccl" in name.lower():
+        return "nccl"
+    return "copy" if name.startswith(("Memcpy", "Memset")) else "compute"
+
+
+def kernels(step) -> list[tuple[str, str, float, float]]:
+    """(lane, name, start ms, end ms) of every GPU activity of one call of step(), from the profiler; times from
+    the call's first activity."""
     from torch.profiler import ProfilerActivity, profile
 
     dist.barrier()
@@ -55,21 +63,28 @@ def kernels(step) -> list[tuple[str, float, float]]:
     gpu = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us()]
     first = min(e.time_range.start for e in gpu)
     return sorted(
-        ("nccl" if "nccl" in e.name.lower() else "compute", (e.time_range.start - first) / 1e3,
-         (e.time_range.end - first) / 1e3)
-        for e in gpu
-    )  # fmt: skip
+        (lane(e.name), e.name, (e.time_range.start - first) / 1e3, (e.time_range.end - first) / 1e3) for e in gpu
+    )
 
 
-def lane_ms(spans: list, lane: str) -> float:
-    """The GPU ms of one lane's kernels, summed."""
-    return sum(end - start for kind, start, end in spans if kind == lane)
+def lane_ms(spans: list, which: str) -> float:
+    """The GPU ms of one lane's activities, summed (NCCL's include any time a kernel waits for its peer)."""
+    return sum(end - start for kind, _, start, end in spans if kind == which)
 
 
-def lane_bars(spans: list, lane: str, gap_ms: float = 0.05) -> list[list[float]]:
-    """One lane's kernels as [start, duration] bars, joined where less than gap_ms apart: for a timeline."""
+def grouped_ms(spans: list, kind_of) -> dict[str, float]:
+    """The GPU ms of the activities, summed by kind_of(lane, name)."""
+    totals = {}
+    for which, name, start, end in spans:
+        kind = kind_of(which, name)
+        totals[kind] = totals.get(kind, 0.0) + end - start
+    return totals
+
+
+def lane_bars(spans: list, which: str, gap_ms: float = 0.05) -> list[list[float]]:
+    """One lane's activities as [start, duration] bars, joined where less than gap_ms apart: for a timeline."""
     bars = []
-    for start, end in sorted((start, end) for kind, start, end in spans if kind == lane):
+    for start, end in sorted((start, end) for kind, _, start, end in spans if kind == which):
         if bars and start - bars[-1][1] < gap_ms:
             bars[-1][1] = max(bars[-1][1], end)
         else:

@@ -22,7 +22,8 @@ from distributed import _ranks, _steps_on_ranks
 
 started = time.perf_counter()
 WORLD_SIZE, ROUNDS = 2, 8
-TOKENS, WIDTH, LAYERS = 8192, 4096, 8  # tokens in all (each rank holds 1/n of them), and 8 blocks a step
+TOKENS, LAYERS = 8192, 8  # tokens in all (each rank holds 1/n of them), and 8 calls a step, as 8 blocks would
+WIDTHS = (4096, 1024)  # the products shrink with the width squared, the all-gather with the width
 FUSED_OPS = ("fused_all_gather_matmul", "fused_matmul_reduce_scatter")
 
 
@@ -49,14 +50,23 @@ def calls_of(code: str) -> dict[str, int]:
     return {name: len(re.findall(rf"\b{name}\b(?:\.default)?\(", code)) for name in names}
 
 
-def work(rank: int, world_size: int) -> dict:
-    torch.manual_seed(rank)  # each rank its own tokens and its own columns
-    x_shard = torch.randn(TOKENS // world_size, WIDTH, dtype=torch.bfloat16, device="cuda")
-    w_up = torch.randn(WIDTH, 4 * WIDTH // world_size, dtype=torch.bfloat16, device="cuda") / WIDTH**0.5
-    w_down = torch.randn(4 * WIDTH // world_size, WIDTH, dtype=torch.bfloat16, device="cuda") / WIDTH**0.5
+def short(name: str) -> str:
+    """A GPU activity's name without its template arguments, for a table."""
+    return re.sub(r"<.*", "", name.split("(")[0])[:60]
+
+
+def measure(width: int, world_size: int) -> dict:
+    """The MLP at one width, compiled plain and pipelined: its output code, its step timed in alternating rounds,
+    and one profiled step of each, its GPU activities summed by name."""
+    torch._dynamo.reset()
+    torch.manual_seed(dist.get_rank())  # each rank its own tokens and its own columns
+    x_shard = torch.randn(TOKENS // world_size, width, dtype=torch.bfloat16, device="cuda")
+    w_up = torch.randn(width, 4 * width // world_size, dtype=torch.bfloat16, device="cuda") / width**0.5
+    w_down = torch.randn(4 * width // world_size, width, dtype=torch.bfloat16, device="cuda") / width**0.5
     # --8<-- [start:turn-on]
+    torch._inductor.config._micro_pipeline_tp = False  # the default
     plain = torch.compile(mlp)
-    _, plain_code = run_and_get_code(plain, x_shard, w_up, w_down)  # compiled with the default settings
+    _, plain_code = run_and_get_code(plain, x_shard, w_up, w_down)
 
     enable_symm_mem_for_group(dist.group.WORLD.group_name)  # the fused operators exchange through it
     torch._inductor.config._micro_pipeline_tp = True
@@ -71,17 +81,21 @@ def work(rank: int, world_size: int) -> dict:
 
     steps = {"plain": stack(plain), "pipelined": stack(pipelined)}
     times = _steps_on_ranks.paired(steps, ROUNDS)
-    result = {"difference": difference, "plain_code": plain_code[0], "pipelined_code": pipelined_code[0]}
+    result = {"difference": difference, "code": {"plain": plain_code[0], "pipelined": pipelined_code[0]}}
     for name, step in steps.items():
         spans = _steps_on_ranks.kernels(step)
+        activities = _steps_on_ranks.grouped_ms(spans, lambda lane, kernel: (lane, short(kernel)))
         result[name] = {
             "gpu_ms": _steps_on_ranks.round_medians(times[name], 1),
             "host_ms": _steps_on_ranks.round_medians(times[name], 0),
-            "compute_ms": _steps_on_ranks.lane_ms(spans, "compute"),
-            "nccl_ms": _steps_on_ranks.lane_ms(spans, "nccl"),
-            "calls": calls_of(result[f"{name}_code"]),
+            "activities": sorted(([*key, ms] for key, ms in activities.items()), key=lambda row: -row[2]),
+            "calls": calls_of(result["code"][name]),
         }
     return result
+
+
+def work(rank: int, world_size: int) -> dict:
+    return {str(width): measure(width, world_size) for width in WIDTHS}
 
 
 if _ranks.is_rank_process():
@@ -89,21 +103,23 @@ if _ranks.is_rank_process():
     sys.exit(0)
 
 ranks = _ranks.run_ranks(__file__, WORLD_SIZE, backend="nccl")
-result = ranks[0]
+widths = ranks[0]
 
 # --8<-- [start:output-code]
+result = widths[str(WIDTHS[0])]
 for name in ("plain", "pipelined"):
     print(f"{name}: the collectives in Inductor's output code, by the operator called: {result[name]['calls']}")
-code = result["pipelined_code"].splitlines()
 print("pipelined, the lines of call() that call a fused operator:")
-for line in code:
+for line in result["code"]["pipelined"].splitlines():
     if any(f"{op}." in line or f"{op}(" in line for op in FUSED_OPS) and "=" in line:
         print("    " + line.strip())
 # --8<-- [end:output-code]
-calls = {name: result[name]["calls"] for name in ("plain", "pipelined")}
-assert calls["plain"]["fused_all_gather_matmul"] == 0 and calls["plain"]["all_gather_into_tensor"] > 0
-assert calls["pipelined"]["fused_all_gather_matmul"] == 1, "the all-gather and the product that reads it: one operator"
-assert max(rank["difference"] for rank in ranks) < 0.02, "the same result, within bfloat16's rounding"
+for result in widths.values():
+    calls = {name: result[name]["calls"] for name in ("plain", "pipelined")}
+    assert calls["plain"]["fused_all_gather_matmul"] == 0 and calls["plain"]["all_gather_into_tensor"] > 0
+    assert calls["pipelined"]["fused_all_gather_matmul"] == 1, "the all-gather and the product reading it: one op"
+worst = max(result["difference"] for rank in ranks for result in rank.values())
+assert worst < 0.02, "the same result, within bfloat16's rounding"
 
 
 # --8<-- [start:time]
@@ -111,18 +127,23 @@ def cell(values: list[float]) -> str:
     return f"{statistics.median(values):6.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
-print(f"{LAYERS} calls of the MLP a step, {TOKENS} tokens, width {WIDTH}, bfloat16; ms per step on rank 0, "
-      f"median of {ROUNDS} rounds (min-max), and one profiled step's kernels")  # fmt: skip
-print(f"{'':10}{'GPU':>20}{'host':>7}{'compute kernels':>17}{'NCCL kernels':>14}")
-for name in ("plain", "pipelined"):
-    side = result[name]
-    print(f"{name:<10}{cell(side['gpu_ms']):>20}{statistics.median(side['host_ms']):>7.2f}"
-          f"{side['compute_ms']:>17.2f}{side['nccl_ms']:>14.2f}")  # fmt: skip
-ratios = sorted(p / q for p, q in zip(result["plain"]["gpu_ms"], result["pipelined"]["gpu_ms"], strict=True))
-print(f"plain / pipelined, per round: median {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
-worst = max(rank["difference"] for rank in ranks)
-print(f"largest difference between the two outputs, relative to the largest value, any rank: {worst:.1e}")
+print(f"{LAYERS} calls of the MLP a step, {TOKENS} tokens, bfloat16; ms per step on rank 0, median of {ROUNDS} "
+      "rounds (min-max)")  # fmt: skip
+print(f"{'width':>6}{'plain':>21}{'pipelined':>21}{'plain / pipelined, per round':>32}")
+for width, result in widths.items():
+    ratios = sorted(p / q for p, q in zip(result["plain"]["gpu_ms"], result["pipelined"]["gpu_ms"], strict=True))
+    print(f"{width:>6}{cell(result['plain']['gpu_ms']):>21}{cell(result['pipelined']['gpu_ms']):>21}"
+          f"{statistics.median(ratios):>17.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")  # fmt: skip
+print(f"largest difference between the two outputs, relative to the largest value, any rank, any width: {worst:.1e}")
 # --8<-- [end:time]
+
+# --8<-- [start:activities]
+for width, result in widths.items():
+    for name in ("plain", "pipelined"):
+        print(f"width {width}, {name}: one profiled step's GPU activities on rank 0, ms summed by name (lane)")
+        for lane, kernel, ms in result[name]["activities"][:6]:
+            print(f"  {ms:7.2f}  {kernel} ({lane})")
+# --8<-- [end:activities]
 
 # --8<-- [start:took]
 print(f"this example ran in {time.perf_counter() - started:.0f} s")

@@ -7,7 +7,6 @@ its own on this machine's CPU (this same file, started with the argument `rank`)
 # execdocs: devices=cpu
 
 import copy
-import re
 import sys
 import time
 
@@ -17,14 +16,12 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import compile_tools
 from distributed import _ranks
+from distributed._collectives_in_code import collectives, with_all_reduces
 from distributed._mlp import MLP, WIDTH
 
 started = time.perf_counter()
 WORLD_SIZE, BATCH, BUCKET_CAP_MB, STEPS = 2, 32, 1, 3
 WAYS = ("eager DDP", "DDPOptimizer", "compiled autograd")
-ALL_REDUCE = "torch.ops._c10d_functional.all_reduce_.default("
-WAIT = "torch.ops._c10d_functional.wait_tensor.default("
-KERNEL_CALL = re.compile(r"^\s+(extern_kernels\.\w+|cpp_fused_\w+)\(")  # a kernel the compiled code runs on the CPU
 
 
 # --8<-- [start:turn-on]
@@ -42,18 +39,6 @@ def train_step(model, x):
 
 
 # --8<-- [end:turn-on]
-
-
-def collectives(output_code: str) -> dict:
-    """The all-reduces in Inductor's code of the backward graph, and the kernels run between each and its wait."""
-    lines = output_code.splitlines()
-    issued = [i for i, line in enumerate(lines) if ALL_REDUCE in line]
-    between = []
-    for i in issued:
-        buffer = lines[i].split(ALL_REDUCE)[1].split(",")[0]
-        wait = next(j for j in range(i, len(lines)) if f"{WAIT}{buffer})" in lines[j])
-        between.append(sum(bool(KERNEL_CALL.match(line)) for line in lines[i:wait]))
-    return {"all_reduces": len(issued), "kernels_before_wait": between}
 
 
 def inductor_keeping(graphs: list):
@@ -92,7 +77,7 @@ def work(rank: int, world_size: int) -> dict:
                 optimizer.step()
                 optimizer.zero_grad()
                 seconds.append(time.perf_counter() - t0)
-        backward_code = [part for part in code.getvalue().split("Output code:") if ALL_REDUCE in part]
+        backward_code = with_all_reduces(code.getvalue())
         results[way] = {
             "graphs": len(graphs),
             "backward_captures": torch._dynamo.utils.counters["compiled_autograd"]["captures"],

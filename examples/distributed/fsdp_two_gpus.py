@@ -66,8 +66,7 @@ def measure(width: int, depth: int) -> dict:
         result[how].update({
             "gpu_ms": _steps_on_ranks.round_medians(times[how], 1),
             "host_ms": _steps_on_ranks.round_medians(times[how], 0),
-            "compute_ms": _steps_on_ranks.lane_ms(spans, "compute"),
-            "nccl_ms": _steps_on_ranks.lane_ms(spans, "nccl"),
+            **{f"{lane}_ms": _steps_on_ranks.lane_ms(spans, lane) for lane in ("compute", "copy", "nccl")},
         })  # fmt: skip
     result["graphs"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     del steps
@@ -110,13 +109,17 @@ for size in SIZES:
 
 # --8<-- [start:time]
 for size in SIZES:
-    print(f"{size}: ms per step on rank 0; GPU time from an idle start (median of rounds, min-max), the host's "
-          "time to enqueue it, and one profiled step's kernels")  # fmt: skip
-    print(f"{'':20}{'GPU, real':>20}{'GPU, fake':>20}{'host, real':>11}{'host, fake':>11}{'compute':>9}{'NCCL':>7}")
+    print(f"{size}: ms per step on rank 0; the step's time from an idle start on the GPUs (median of rounds, "
+          "min-max), real and fake, and its difference; the host's time to enqueue it; one profiled real step's "
+          "kernels, copies and NCCL kernels, summed")  # fmt: skip
+    print(f"{'':20}{'real':>19}{'fake':>19}{'real-fake':>10}{'host real':>10}{'host fake':>10}"
+          f"{'kernels':>8}{'copies':>7}{'NCCL':>6}")  # fmt: skip
     for how in HOWS:
         r, f = real[size][how], fake[size][how]
-        print(f"{how:<20}{cell(r['gpu_ms']):>20}{cell(f['gpu_ms']):>20}{statistics.median(r['host_ms']):>11.1f}"
-              f"{statistics.median(f['host_ms']):>11.1f}{r['compute_ms']:>9.1f}{r['nccl_ms']:>7.1f}")  # fmt: skip
+        extra = statistics.median(r["gpu_ms"]) - statistics.median(f["gpu_ms"])
+        print(f"{how:<20}{cell(r['gpu_ms']):>19}{cell(f['gpu_ms']):>19}{extra:>10.1f}"
+              f"{statistics.median(r['host_ms']):>10.1f}{statistics.median(f['host_ms']):>10.1f}"
+              f"{r['compute_ms']:>8.1f}{r['copy_ms']:>7.1f}{r['nccl_ms']:>6.1f}")  # fmt: skip
     ratios = sorted(e / c for e, c in zip(real[size]["eager"]["gpu_ms"], real[size]["compiled per block"]["gpu_ms"],
                                           strict=True))  # fmt: skip
     print(f"  real: eager / compiled per block, per round: median {statistics.median(ratios):.2f}x "

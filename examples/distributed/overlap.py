@@ -11,6 +11,7 @@ the GPUs. The model predicts that difference from when each bucket is ready and 
 
 import gc
 import json
+import re
 import statistics
 import sys
 import time
@@ -21,7 +22,8 @@ import torch.distributed as dist
 from torch._dynamo.testing import CompileCounterWithBackend
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from distributed import _ranks, _steps_on_ranks
+import compile_tools
+from distributed import _collectives_in_code, _ranks, _steps_on_ranks
 from distributed._feedforward import SIZES, FeedForwardStack, inputs
 
 started = time.perf_counter()
@@ -33,6 +35,9 @@ VARIANTS = (
 )  # fmt: skip
 SIDES = ("all_reduce", "no_sync")  # each step with DDP's all-reduces, and under no_sync(): without communication
 HOOKED = VARIANTS[:3]  # the variants whose all-reduces DDP's reducer starts, through the hook below
+# Matrix products as cuBLAS and CUTLASS name their kernels on Hopper, and the division of a bucket by the ranks
+GEMM = re.compile(r"gemm|nvjet|xmma|cutlass", re.IGNORECASE)
+KINDS = ("matrix products", "divisions", "other compute", "NCCL")
 # The reordering passes of Inductor's scheduler that move each wait for a collective later, and each collective earlier
 REORDER_PASSES = ["sink_waits", "raise_comms", "reorder_compute_for_overlap"]
 
@@ -117,6 +122,16 @@ def stepper(ddp, step, all_reduce: bool):
     return one_step
 
 
+def kind_of(lane: str, name: str) -> str:
+    """What a GPU activity of the step is: NCCL's, a matrix product, a division (DDP's hook divides each bucket
+    by the number of ranks before its all-reduce), or other compute (elementwise, norms, copies)."""
+    if lane == "nccl":
+        return "NCCL"
+    if GEMM.search(name):
+        return "matrix products"
+    return "divisions" if "DivFunctor" in name else "other compute"
+
+
 def all_reduce_alone_ms(nbytes: int) -> float:
     """The GPU ms of one all-reduce of `nbytes` with nothing else running: the median of 10, after 3 to warm up."""
     buffer = torch.ones(nbytes // 4, device="cuda")
@@ -145,23 +160,25 @@ def measure(variant: str, alone: dict) -> dict:
     clock = BucketClock()
     ddp, step = build(variant, model, inputs(width, torch.device("cuda")), clock, backend)
     sides = {side: stepper(ddp, step, side == "all_reduce") for side in SIDES}
-    for side in ("all_reduce", "all_reduce", "all_reduce", "no_sync", "no_sync"):  # compiles; DDP rebuilds buckets
-        _steps_on_ranks.timed(sides[side])
+    with compile_tools.captured_logs(output_code=True) as code:
+        for side in ("all_reduce", "all_reduce", "all_reduce", "no_sync", "no_sync"):  # compiles; DDP rebuilds buckets
+            _steps_on_ranks.timed(sides[side])
     result = {"rounds": _steps_on_ranks.paired(sides, ROUNDS, STEPS), "graphs": len(backend.graphs)}
+    backward_code = _collectives_in_code.with_all_reduces(code.getvalue())  # compiled autograd's backward graph
+    if backward_code:
+        result["collectives"] = _collectives_in_code.collectives(backward_code[0])
     if variant in HOOKED:
         result.update(hooked_timeline(ddp, step, clock))
         for size in clock.bytes:
             if size not in alone:
                 alone[size] = all_reduce_alone_ms(size)
         result["alone_ms"] = [alone[size] for size in clock.bytes]
-    with_all_reduce, without = (_steps_on_ranks.kernels(sides[side]) for side in SIDES)
-    result["profile"] = {
-        "compute_ms": _steps_on_ranks.lane_ms(with_all_reduce, "compute"),
-        "nccl_ms": _steps_on_ranks.lane_ms(with_all_reduce, "nccl"),
-        "nccl_kernels": sum(kind == "nccl" for kind, _, _ in with_all_reduce),
-        "no_sync_compute_ms": _steps_on_ranks.lane_ms(without, "compute"),
-        "lanes": {lane: _steps_on_ranks.lane_bars(with_all_reduce, lane) for lane in ("compute", "nccl")},
-    }
+    profiles = {side: _steps_on_ranks.kernels(sides[side]) for side in SIDES}
+    result["profile"] = {side: _steps_on_ranks.grouped_ms(spans, kind_of) for side, spans in profiles.items()}
+    result["nccl_kernels"] = sum(lane == "nccl" for lane, *_ in profiles["all_reduce"])
+    # the timeline's two lanes: NCCL's kernels, and everything else the step runs (its copies too)
+    two_lanes = [("nccl" if lane == "nccl" else "compute", *rest) for lane, *rest in profiles["all_reduce"]]
+    result["lanes"] = {lane: _steps_on_ranks.lane_bars(two_lanes, lane) for lane in ("compute", "nccl")}
     del ddp, step, sides, model, clock
     gc.collect()
     torch.cuda.empty_cache()
@@ -247,34 +264,57 @@ for variant, result in results.items():
 print("host ms to enqueue a step with all-reduces: " + ", ".join(f"{v} {ms:.1f}" for v, ms in host.items()))
 # --8<-- [end:measured]
 
+# --8<-- [start:waits]
+for variant in VARIANTS[3:]:
+    found = results[variant]["collectives"]
+    print(f"{variant}: {found['all_reduces']} all-reduces in Inductor's code of the backward graph; kernels it runs "
+          f"between each and its wait: {found['kernels_before_wait']}")  # fmt: skip
+# --8<-- [end:waits]
+plain, reordered = (results[variant]["collectives"]["kernels_before_wait"] for variant in VARIANTS[3:])
+assert sum(plain) < sum(reordered), "the reordering passes move the waits later"
+
+# --8<-- [start:kernels-beside]
+print("one profiled step of each kind on rank 0: GPU ms by kind of kernel, under no_sync() | with the all-reduces")
+print(f"{'':29}" + "".join(f"{kind:>19}" for kind in KINDS) + f"{'NCCL kernels':>14}")
+slowdown = {}  # variant -> how many more ms the step's own kernels took with the all-reduces beside them
+for variant, result in results.items():
+    without, beside = result["profile"]["no_sync"], result["profile"]["all_reduce"]
+    slowdown[variant] = sum(beside.get(kind, 0) - without.get(kind, 0) for kind in KINDS[:3])
+    cells = [f"{without.get(kind, 0):6.2f} | {beside.get(kind, 0):<6.2f}" for kind in KINDS]
+    print(f"{variant:<29}" + "".join(f"{cell:>19}" for cell in cells) + f"{result['nccl_kernels']:>14}")
+# --8<-- [end:kernels-beside]
+
 # --8<-- [start:model-against-measurement]
-print("exposed communication, ms: the model's prediction against the measurement on rank 0")
-print(f"{'':29}{'first bucket ready':>19} {'all-reduces alone':>18} {'model':>7} {'measured':>9} {'error':>7}")
+print("exposed communication, ms on rank 0: the model's prediction, and the model plus the step's own kernels'")
+print("extra ms with the all-reduces beside them (the profiles above), against the measurement")
+print(f"{'':29}{'first ready':>12}{'all-reduces alone':>18}{'model':>7}{'+ slowdown':>11}{'measured':>9}{'error':>7}")
 model = {}
 for variant in HOOKED:
     timeline = results[variant]
     model[variant] = modelled(timeline)
     first_ready = timeline["ready_ms"][0] / timeline["backward_ms"]
-    measured = statistics.median(exposed[variant])
-    print(f"{variant:<29}{first_ready:>19.0%} {model[variant]['comm_ms']:>18.2f} {model[variant]['exposed_ms']:>7.2f} "
-          f"{measured:>9.2f} {model[variant]['exposed_ms'] - measured:>+7.2f}")  # fmt: skip
+    predicted, measured = model[variant]["exposed_ms"], statistics.median(exposed[variant])
+    print(f"{variant:<29}{first_ready:>12.0%}{model[variant]['comm_ms']:>18.2f}{predicted:>7.2f}"
+          f"{predicted + slowdown[variant]:>11.2f}{measured:>9.2f}{predicted - measured:>+7.2f}")  # fmt: skip
 for variant in VARIANTS[3:]:
-    print(f"{variant:<29}{'no DDP hook: not modelled':>35} {'':>7} {statistics.median(exposed[variant]):>9.2f}")
+    print(f"{variant:<29}{'no DDP hook: not modelled':>36}{'':>11}{statistics.median(exposed[variant]):>9.2f}")
 # --8<-- [end:model-against-measurement]
-
-# --8<-- [start:kernels-beside]
-print("one profiled step of each kind on rank 0: GPU ms of the compute kernels and of NCCL's")
-print(f"{'':29}{'compute, no_sync()':>19} {'compute, all-reduce':>20} {'NCCL kernels':>13} {'NCCL ms':>8} "
-      f"{'all-reduces alone':>18}")  # fmt: skip
-for variant, result in results.items():
-    profile = result["profile"]
-    alone = f"{sum(result['alone_ms']):.2f}" if "alone_ms" in result else "-"
-    print(f"{variant:<29}{profile['no_sync_compute_ms']:>19.2f} {profile['compute_ms']:>20.2f} "
-          f"{profile['nccl_kernels']:>13} {profile['nccl_ms']:>8.2f} {alone:>18}")  # fmt: skip
-# --8<-- [end:kernels-beside]
+buckets = eager["bytes"]
+assert len(buckets) == 17 and sum(size > BUCKET_CAP_MB * 1e6 for size in buckets) == 16, "a weight matrix a bucket"
+assert results["compiled, DDPOptimizer"]["graphs"] == len(buckets), "one graph per bucket"
+assert results["compiled, one graph"]["graphs"] == 1
+for variant in ("eager", "compiled, DDPOptimizer"):
+    assert results[variant]["ready_ms"][0] < 0.1 * results[variant]["backward_ms"], "the first bucket: early"
+    assert statistics.median(exposed[variant]) > model[variant]["exposed_ms"] + 4, "the model misses most of it"
+    assert slowdown[variant] > 0.1 * sum(results[variant]["profile"]["no_sync"][kind] for kind in KINDS[:3])
+whole = results["compiled, one graph"]
+assert whole["ready_ms"][0] > 0.75 * whole["backward_ms"], "one graph: no bucket ready before it has run"
+median = {variant: statistics.median(times) for variant, times in exposed.items()}
+assert median["compiled, one graph"] > 1.3 * median["compiled, DDPOptimizer"], "the split hides communication"
+assert median["compiled autograd, reordered"] < 0.75 * median["compiled autograd"], "reordering hides some"
 
 # --8<-- [start:plot-data]
-print(json.dumps({variant: [rank[variant]["profile"]["lanes"] for rank in ranks] for variant in VARIANTS}))
+print(json.dumps({variant: [rank[variant]["lanes"] for rank in ranks] for variant in VARIANTS}))
 # --8<-- [end:plot-data]
 
 # --8<-- [start:took]
