@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 from torch._inductor.utils import run_and_get_code
-from torch.distributed._symmetric_memory import enable_symm_mem_for_group
+from torch.distributed._symmetric_memory import enable_symm_mem_for_group, is_symm_mem_enabled_for_group
 
 from distributed import _ranks, _steps_on_ranks
 
@@ -63,11 +63,19 @@ def measure(width: int, world_size: int) -> dict:
     x_shard = torch.randn(TOKENS // world_size, width, dtype=torch.bfloat16, device="cuda")
     w_up = torch.randn(width, 4 * width // world_size, dtype=torch.bfloat16, device="cuda") / width**0.5
     w_down = torch.randn(4 * width // world_size, width, dtype=torch.bfloat16, device="cuda") / width**0.5
-    # --8<-- [start:turn-on]
+    # --8<-- [start:plain]
     torch._inductor.config._micro_pipeline_tp = False  # the default
     plain = torch.compile(mlp)
     _, plain_code = run_and_get_code(plain, x_shard, w_up, w_down)
+    # --8<-- [end:plain]
 
+    def stack(compiled):
+        return lambda: [compiled(x_shard, w_up, w_down) for _ in range(LAYERS)]
+
+    before = None  # one change, at the first width: the plain code's activities before symmetric memory is on
+    if not is_symm_mem_enabled_for_group(dist.group.WORLD.group_name):
+        before = activities(_steps_on_ranks.kernels(stack(plain)))
+    # --8<-- [start:turn-on]
     enable_symm_mem_for_group(dist.group.WORLD.group_name)  # the fused operators exchange through it
     torch._inductor.config._micro_pipeline_tp = True
     pipelined = torch.compile(mlp_pipelined)
@@ -75,23 +83,25 @@ def measure(width: int, world_size: int) -> dict:
     # --8<-- [end:turn-on]
     reference = plain(x_shard, w_up, w_down)
     difference = ((pipelined(x_shard, w_up, w_down) - reference).abs().max() / reference.abs().max()).item()
-
-    def stack(compiled):
-        return lambda: [compiled(x_shard, w_up, w_down) for _ in range(LAYERS)]
-
     steps = {"plain": stack(plain), "pipelined": stack(pipelined)}
     times = _steps_on_ranks.paired(steps, ROUNDS)
     result = {"difference": difference, "code": {"plain": plain_code[0], "pipelined": pipelined_code[0]}}
+    if before is not None:
+        result["plain, before symmetric memory"] = {"activities": before}
     for name, step in steps.items():
-        spans = _steps_on_ranks.kernels(step)
-        activities = _steps_on_ranks.grouped_ms(spans, lambda lane, kernel: (lane, short(kernel)))
         result[name] = {
             "gpu_ms": _steps_on_ranks.round_medians(times[name], 1),
             "host_ms": _steps_on_ranks.round_medians(times[name], 0),
-            "activities": sorted(([*key, ms] for key, ms in activities.items()), key=lambda row: -row[2]),
+            "activities": activities(_steps_on_ranks.kernels(step)),
             "calls": calls_of(result["code"][name]),
         }
     return result
+
+
+def activities(spans: list) -> list:
+    """[lane, name, ms] of a profiled step's GPU activities, summed by name, the longest first."""
+    summed = _steps_on_ranks.grouped_ms(spans, lambda lane, kernel: (lane, short(kernel)))
+    return sorted(([*key, ms] for key, ms in summed.items()), key=lambda row: -row[2])
 
 
 def work(rank: int, world_size: int) -> dict:
@@ -139,7 +149,7 @@ print(f"largest difference between the two outputs, relative to the largest valu
 
 # --8<-- [start:activities]
 for width, result in widths.items():
-    for name in ("plain", "pipelined"):
+    for name in [name for name in result if name.startswith(("plain", "pipelined"))]:
         print(f"width {width}, {name}: one profiled step's GPU activities on rank 0, ms summed by name (lane)")
         for lane, kernel, ms in result[name]["activities"][:6]:
             print(f"  {ms:7.2f}  {kernel} ({lane})")
