@@ -12,8 +12,6 @@ import os
 import subprocess
 import sys
 
-from distributed._ranks import MULTICAST_OFF  # the launcher of the examples' ranks owns that setting
-
 from execdocs.layout import CACHE, EXAMPLES, INDUCTOR_CACHE
 
 DEVICE_ENV = "EXECDOCS_DEVICE"  # force a device kind, e.g. to build the CPU site on a GPU machine
@@ -37,7 +35,6 @@ def child_env(**extra: str) -> dict[str, str]:
     # and made CPU timings tens of times slower. Half the cores each keeps them apart.
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 2) // 2)))
     env["PYTHONUNBUFFERED"] = "1"
-    env.update(MULTICAST_OFF)
     env.update(extra)
     return env
 

@@ -137,14 +137,15 @@ def several_gpus_stamp(gpus: int) -> dict[str, str]:
         matrix = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired):
         matrix = ""
-    rows = [ANSI_ESCAPE.sub("", line).split() for line in matrix.splitlines()]
-    cells = {row[0]: row[1 : gpus + 1] for row in rows if row and re.fullmatch(r"GPU\d+", row[0])}
-    links = sorted({cell for row in cells.values() for cell in row if cell != "X"})
-    return {
-        "gpus": str(gpus),
-        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-        "link": "/".join(links) or "unknown",
-    }
+    return {"gpus": str(gpus), "nccl": ".".join(map(str, torch.cuda.nccl.version())), "link": gpu_links(matrix, gpus)}
+
+
+def gpu_links(matrix: str, gpus: int) -> str:
+    """How the first `gpus` GPUs are joined, from `nvidia-smi topo -m`: each kind of link once ("NV18")."""
+    lines = [ANSI_ESCAPE.sub("", line) for line in matrix.splitlines()]
+    # A GPU's row starts with its name; the header row, which names them too, starts with a tab
+    cells = [line.split()[1 : gpus + 1] for line in lines if re.match(r"GPU\d+\s", line)][:gpus]
+    return "/".join(sorted({cell for row in cells for cell in row if cell != "X"})) or "unknown"
 
 
 def run(example: Example, device: str, artifacts_folder: Path) -> Result:

@@ -76,3 +76,11 @@ def test_two_groups_at_once_do_not_collide(script):
     for thread in threads:
         thread.join(timeout=120)
     assert len(results) == 2 and all(len(result) == 2 for result in results)
+
+
+def test_ranks_over_nccl_on_too_few_gpus_are_refused_before_any_starts(script, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(_ranks.RankFailed, match=r"^2 ranks over NCCL need 2 GPUs, one each, and this machine has 1"):
+        _ranks.run_ranks(script, 2, "ok", backend="nccl")

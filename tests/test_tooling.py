@@ -2,10 +2,13 @@
 
 import pytest
 
+from execdocs import record
 from execdocs.examples import Example, ExampleError
 from execdocs.markdown_blocks import blocks
-from execdocs.pages import include_target, page_references
-from execdocs.run_example import with_section_switches, without_machine_paths
+from execdocs.pages import include_target, page_references, record_command
+from execdocs.render import recorded_title, stamp_line
+from execdocs.run_example import gpu_links, with_section_switches, without_machine_paths
+from execdocs.store import Result
 
 PAGE = """\
 # Title
@@ -93,3 +96,61 @@ def test_outputs_show_neither_the_harness_frames_nor_an_environment_path():
         "    f(x)\n"
         "V1122 07:55 <site-packages>/torch/_logging/_internal.py:1328] a record\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("declaration", "devices", "gpus"),
+    [
+        ("# execdocs: devices=cuda\n", ("cuda",), 1),
+        ("# execdocs: devices=cuda, gpus=2\n", ("cuda",), 2),
+        ("print('no declaration')\n", ("cpu", "cuda"), 1),
+    ],
+)
+def test_an_example_declares_its_devices_and_how_many_gpus(monkeypatch, declaration, devices, gpus):
+    monkeypatch.setattr(Example, "source", declaration)
+    example = Example("demo/example")
+    assert (example.devices, example.gpus) == (devices, gpus)
+
+
+def test_several_gpus_need_the_gpu_alone(monkeypatch):
+    monkeypatch.setattr(Example, "source", "# execdocs: devices=cpu,cuda, gpus=2\n")
+    with pytest.raises(ExampleError, match="gpus=2 needs devices=cuda alone"):
+        _ = Example("demo/example").gpus
+
+
+def test_the_link_between_gpus_is_read_from_nvidia_smi():
+    matrix = (
+        "\t\x1b[4mGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+        "GPU0\t X \tNV18\t0-31\t0\t\tN/A\n"
+        "GPU1\tNV18\t X \t0-31\t0\t\tN/A\n"
+        "\nLegend:\n\n  X    = Self\n"
+    )
+    assert gpu_links(matrix, 2) == "NV18"
+    assert gpu_links("", 2) == "unknown"
+
+
+def test_a_stamp_of_several_gpus_names_them_the_link_and_nccl():
+    stamp = {"python": "3.12.3", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": "NVIDIA H200",
+             "date": "2026-11-26", "gpus": "2", "link": "NV18", "nccl": "2.28.9"}  # fmt: skip
+    result = Result("demo/example", "cuda", "key", [], stamp)
+    assert (
+        stamp_line(result)
+        == "2× H200 (NV18) · torch 2.11.0 · Python 3.12.3 · triton 3.6.0 · CUDA 13.0 · NCCL 2.28.9 · 2026-11-26"
+    )
+    assert recorded_title(result).startswith("Recorded on 2× NVIDIA H200 with torch 2.11.0")
+
+
+def test_record_refuses_an_example_that_needs_more_gpus_before_running_anything(monkeypatch):
+    monkeypatch.setattr(Example, "source", "# execdocs: devices=cuda, gpus=2\n")
+    monkeypatch.setattr(record, "machine_gpus", lambda: 1)
+    with pytest.raises(SystemExit) as refused:
+        record.refuse_what_needs_more_gpus([Example("demo/example")], "cuda")
+    assert str(refused.value) == (
+        "not recorded: examples/demo/example.py needs 2 GPUs and this machine has 1; record it on a machine with "
+        "that many GPUs, or leave it out of the targets. Nothing was run."
+    )
+
+
+def test_a_missing_recording_of_several_gpus_names_a_machine_with_that_many(monkeypatch):
+    monkeypatch.setattr(Example, "source", "# execdocs: devices=cuda, gpus=2\n")
+    assert "on a machine with 2 CUDA GPUs" in record_command(Example("demo/example"), "cuda")

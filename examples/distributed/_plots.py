@@ -10,7 +10,6 @@ from matplotlib.ticker import FuncFormatter
 
 PLAIN = FuncFormatter(lambda value, _: f"{value:g}")
 COLOURS = {"eager": "#7f7f7f", "compiled": "#1f77b4", "held": "#2ca02c"}
-LANES = {"eager": "#7f7f7f", "compiled, DDPOptimizer": "#1f77b4", "compiled, one graph": "#d62728"}
 
 
 def draw_memory(data) -> Figure:
@@ -40,25 +39,37 @@ def draw_memory(data) -> Figure:
     return fig
 
 
-def draw_timelines(data) -> Figure:
-    """The backward pass of each variant as a bar (measured) with each bucket's ready time as a tick
-    (measured), and below it each all-reduce as a bar (modelled); one panel per model size."""
-    sizes = data["sizes"]
-    fig = Figure(figsize=(9, 1.3 + 1.5 * len(sizes) * len(LANES) / 3), layout="constrained")
-    for ax, (size, variants) in zip(fig.subplots(len(sizes), 1, squeeze=False).ravel(), sizes.items(), strict=True):
+def draw_bus_bandwidth(data) -> Figure:
+    """NCCL's bus bandwidth against the message size, one line per collective, on the recording machine's GPUs."""
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    ax = fig.subplots()
+    for (collective, speeds), colour in zip(data.items(), ("#1f77b4", "#d62728", "#2ca02c"), strict=True):
+        ax.plot([int(mib) for mib in speeds], list(speeds.values()), marker="o", color=colour, label=collective)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(PLAIN)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.set_xlabel("MiB per collective (the full size)")
+    ax.set_ylabel("bus bandwidth, GB/s")
+    ax.legend(frameon=False, fontsize=8)
+    return fig
+
+
+def draw_step_timelines(data) -> Figure:
+    """One profiled training step of each variant on both GPUs: the kernels of the step in one lane, NCCL's in
+    another, each bar a run of kernels; one panel per variant, times from each GPU's first kernel."""
+    fig = Figure(figsize=(9, 1.2 + 1.25 * len(data)), layout="constrained")
+    for ax, (variant, ranks) in zip(fig.subplots(len(data), 1, sharex=True).ravel(), data.items(), strict=True):
         labels = []
-        for row, (variant, timeline) in enumerate(variants.items()):
-            compute_y, comm_y = 2 * row, 2 * row + 1
-            colour = LANES[variant]
-            ax.broken_barh([(0, timeline["backward_ms"])], (compute_y - 0.35, 0.7), color=colour, alpha=0.35)
-            ax.vlines(timeline["ready_ms"], compute_y - 0.35, compute_y + 0.35, color=colour)
-            ax.broken_barh(timeline["spans"], (comm_y - 0.35, 0.7), color=colour, edgecolor="black", linewidth=0.5)
-            labels += [(compute_y, f"{variant}: backward (measured)"), (comm_y, f"{variant}: all-reduce (model)")]
-        ax.set_yticks([y for y, _ in labels], [label for _, label in labels], fontsize=8)
-        ax.set_ylim(-0.6, 2 * len(variants) - 0.4)
+        for rank, lanes in enumerate(ranks):
+            for offset, (lane, colour) in enumerate((("compute", "#7f7f7f"), ("nccl", "#d62728"))):
+                y = 2 * rank + offset
+                ax.broken_barh(lanes[lane], (y - 0.35, 0.7), color=colour)
+                labels.append((y, f"GPU {rank}: {'kernels' if lane == 'compute' else 'NCCL'}"))
+        ax.set_yticks([y for y, _ in labels], [label for _, label in labels], fontsize=7)
+        ax.set_ylim(-0.6, 2 * len(ranks) - 0.4)
         ax.invert_yaxis()
         ax.grid(True, axis="x", alpha=0.3)
-        bandwidth = f"{data['bus_bandwidth_gbs']} GB/s bus bandwidth ({data['machine']})"
-        ax.set_title(f"{size}; all-reduce modelled at\n{bandwidth}", fontsize=10)
-        ax.set_xlabel("ms after the backward pass starts")
+        ax.set_title(variant, fontsize=9, loc="left")
+    ax.set_xlabel("ms from the step's first kernel")
     return fig
