@@ -72,9 +72,12 @@ def measure(width: int, world_size: int) -> dict:
     def stack(compiled):
         return lambda: [compiled(x_shard, w_up, w_down) for _ in range(LAYERS)]
 
-    before = None  # one change, at the first width: the plain code's activities before symmetric memory is on
+    before = None  # one change, at the first width: the plain code before symmetric memory is on, timed alone
     if not is_symm_mem_enabled_for_group(dist.group.WORLD.group_name):
-        before = activities(_steps_on_ranks.kernels(stack(plain)))
+        alone = _steps_on_ranks.paired({"plain": stack(plain)}, ROUNDS)["plain"]
+        before = {"activities": activities(_steps_on_ranks.kernels(stack(plain))),
+                  "gpu_ms": _steps_on_ranks.round_medians(alone, 1),
+                  "host_ms": _steps_on_ranks.round_medians(alone, 0)}  # fmt: skip
     # --8<-- [start:turn-on]
     enable_symm_mem_for_group(dist.group.WORLD.group_name)  # the fused operators exchange through it
     torch._inductor.config._micro_pipeline_tp = True
@@ -87,7 +90,7 @@ def measure(width: int, world_size: int) -> dict:
     times = _steps_on_ranks.paired(steps, ROUNDS)
     result = {"difference": difference, "code": {"plain": plain_code[0], "pipelined": pipelined_code[0]}}
     if before is not None:
-        result["plain, before symmetric memory"] = {"activities": before}
+        result["plain, before symmetric memory"] = before
     for name, step in steps.items():
         result[name] = {
             "gpu_ms": _steps_on_ranks.round_medians(times[name], 1),
@@ -139,11 +142,17 @@ def cell(values: list[float]) -> str:
 
 print(f"{LAYERS} calls of the MLP a step, {TOKENS} tokens, bfloat16; ms per step on rank 0, median of {ROUNDS} "
       "rounds (min-max)")  # fmt: skip
-print(f"{'width':>6}{'plain':>21}{'pipelined':>21}{'plain / pipelined, per round':>32}")
+print(f"{'width':>6}{'plain':>21}{'pipelined':>21}{'plain / pipelined, per round':>32}"
+      f"{'host, plain | pipelined':>25}")  # fmt: skip
 for width, result in widths.items():
     ratios = sorted(p / q for p, q in zip(result["plain"]["gpu_ms"], result["pipelined"]["gpu_ms"], strict=True))
+    host = [statistics.median(result[name]["host_ms"]) for name in ("plain", "pipelined")]
     print(f"{width:>6}{cell(result['plain']['gpu_ms']):>21}{cell(result['pipelined']['gpu_ms']):>21}"
-          f"{statistics.median(ratios):>17.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")  # fmt: skip
+          f"{statistics.median(ratios):>17.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+          f"{host[0]:>12.2f} | {host[1]:<6.2f}")  # fmt: skip
+before = widths[str(WIDTHS[0])]["plain, before symmetric memory"]
+print(f"width {WIDTHS[0]}, plain, before symmetric memory is enabled (its rounds run first, alone): GPU "
+      f"{cell(before['gpu_ms'])}, host {statistics.median(before['host_ms']):.2f}")  # fmt: skip
 print(f"largest difference between the two outputs, relative to the largest value, any rank, any width: {worst:.1e}")
 # --8<-- [end:time]
 

@@ -15,6 +15,7 @@ import re
 import statistics
 import sys
 import time
+from collections import Counter
 from contextlib import nullcontext
 
 import torch
@@ -177,6 +178,8 @@ def measure(variant: str, alone: dict) -> dict:
         result["alone_ms"] = [alone[size] for size in clock.bytes]
     profiles = {side: _steps_on_ranks.kernels(sides[side]) for side in SIDES}
     result["profile"] = {side: _steps_on_ranks.grouped_ms(spans, kind_of) for side, spans in profiles.items()}
+    result["launches"] = {side: dict(Counter(kind_of(lane, name) for lane, name, *_ in spans))
+                          for side, spans in profiles.items()}  # fmt: skip
     result["nccl_kernels"] = sum(lane == "nccl" for lane, *_ in profiles["all_reduce"])
     # the timeline's two lanes: NCCL's kernels, and everything else the step runs (its copies too)
     two_lanes = [("nccl" if lane == "nccl" else "compute", *rest) for lane, *rest in profiles["all_reduce"]]
@@ -287,6 +290,11 @@ for variant, result in results.items():
     slowdown[variant] = sum(beside.get(kind, 0) - without.get(kind, 0) for kind in KINDS[:3])
     cells = [f"{without.get(kind, 0):6.2f} | {beside.get(kind, 0):<6.2f}" for kind in KINDS]
     print(f"{variant:<29}" + "".join(f"{cell:>19}" for cell in cells) + f"{result['nccl_kernels']:>14}")
+print("the same step's kernels launched, by kind, under no_sync() | with the all-reduces")
+for variant, result in results.items():
+    without, beside = result["launches"]["no_sync"], result["launches"]["all_reduce"]
+    cells = [f"{without.get(kind, 0):6d} | {beside.get(kind, 0):<6d}" for kind in KINDS]
+    print(f"{variant:<29}" + "".join(f"{cell:>19}" for cell in cells))
 # --8<-- [end:kernels-beside]
 
 # --8<-- [start:model-against-measurement]
@@ -316,6 +324,8 @@ for variant in ("eager", "compiled, DDPOptimizer"):
     assert results[variant]["ready_ms"][0] < 0.1 * results[variant]["backward_ms"], "the first bucket: early"
     assert statistics.median(exposed[variant]) > model[variant]["exposed_ms"] + 4, "the model misses most of it"
     assert slowdown[variant] > 0.1 * sum(results[variant]["profile"]["no_sync"].get(kind, 0) for kind in KINDS[:3])
+    launches = results[variant]["launches"]
+    assert launches["no_sync"]["matrix products"] == launches["all_reduce"]["matrix products"], "the same products"
 whole = results["compiled, one graph"]
 assert whole["ready_ms"][0] > 0.75 * whole["backward_ms"], "one graph: no bucket ready before it has run"
 median = {variant: statistics.median(times) for variant, times in exposed.items()}
