@@ -13,6 +13,7 @@ reads before the runs.
 """
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -65,6 +66,18 @@ def refuse_what_needs_more_gpus(examples: list[Example], device: str) -> None:
         )
 
 
+def refuse_another_compiler() -> None:
+    """Stop before anything runs if CXX names a compiler other than the image's g++: one that links libstdc++
+    statically makes AOTInductor packages that crash the process that loads them, with no message."""
+    compiler = os.environ.get("CXX")
+    if compiler and not Path(compiler.split()[0]).name.startswith("g++"):
+        raise SystemExit(
+            f"not recorded: CXX is {compiler!r}, and the recordings are made with g++, as the GPU image sets it "
+            "(a compiler that links libstdc++ statically makes AOTInductor packages that do not load: "
+            "docs/deploying/aoti.md); run `export CXX=g++` and record again. Nothing was run."
+        )
+
+
 def status_line(result: Result, run: str) -> str:
     status = "ok"
     if not result.ok:
@@ -108,6 +121,7 @@ def main() -> int:
     device = machine_device()
     examples = select(arguments.targets)
     refuse_what_needs_more_gpus(examples, device)
+    refuse_another_compiler()
     if arguments.twice:
         # Read before any GPU time is spent, so that a page's unreadable tolerance stops nothing halfway.
         pages = {example.name: quoting_pages(example) for example in examples}

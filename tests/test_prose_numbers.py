@@ -15,7 +15,7 @@ import pytest
 from execdocs import store
 from execdocs.layout import DOCS, relative
 from execdocs.pages import page_references
-from execdocs.prose_numbers import quoted_numbers
+from execdocs.prose_numbers import prose, quoted_numbers
 
 CITATION_LINE = re.compile(r"\]\(https?://")
 
@@ -44,3 +44,17 @@ def test_quoted_numbers_come_from_the_outputs(path):
         f"{relative(path)} quotes {', '.join(unknown)}, which no output the page shows printed: "
         "quote the number as the recorded output prints it, or re-read the output after re-recording"
     )
+
+
+# "2**18" in prose is Markdown's bold marker between two numbers: it renders as "2" and a bold "18 ..."
+POWER_IN_PROSE = re.compile(r"\d+\*\*\d+")
+
+
+def test_a_power_outside_code_is_found():
+    assert POWER_IN_PROSE.findall(prose("a sum of 2**18 values, and `2**20` in code")) == ["2**18"]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[relative(path) for path in PAGES])
+def test_powers_in_prose_are_written_as_code(path):
+    powers = POWER_IN_PROSE.findall(prose(path.read_text()))
+    assert not powers, f"{relative(path)} writes {', '.join(powers)} in prose, which renders as bold: write it as code"

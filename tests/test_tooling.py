@@ -154,3 +154,19 @@ def test_record_refuses_an_example_that_needs_more_gpus_before_running_anything(
 def test_a_missing_recording_of_several_gpus_names_a_machine_with_that_many(monkeypatch):
     monkeypatch.setattr(Example, "source", "# execdocs: devices=cuda, gpus=2\n")
     assert "on a machine with 2 CUDA GPUs" in record_command(Example("demo/example"), "cuda")
+
+
+@pytest.mark.parametrize("compiler", ["clang++", "/opt/conda/bin/x86_64-conda-linux-gnu-c++"])
+def test_record_refuses_another_compiler_before_running_anything(monkeypatch, compiler):
+    monkeypatch.setenv("CXX", compiler)
+    with pytest.raises(SystemExit, match=r"^not recorded: CXX is .* run `export CXX=g\+\+` and record again"):
+        record.refuse_another_compiler()
+
+
+@pytest.mark.parametrize("compiler", [None, "g++", "/usr/bin/g++-12"])
+def test_record_accepts_g_plus_plus_or_no_cxx(monkeypatch, compiler):
+    if compiler is None:
+        monkeypatch.delenv("CXX", raising=False)
+    else:
+        monkeypatch.setenv("CXX", compiler)
+    record.refuse_another_compiler()
