@@ -16,11 +16,11 @@ import time
 from collections import defaultdict
 
 import torch
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import compile_tools
 from benchmarking import _profile_diff
+from distributed._fsdp_step import GIB, TrainingStep, peak_gib, sharded
 from distributed._fake_group import fake_group
 from distributed._feedforward import SIZES, TOKENS, FeedForwardStack, inputs, parameter_count
 
@@ -28,38 +28,6 @@ started = time.perf_counter()
 compile_tools.print_stamp()
 WORLD_SIZES = (2, 8, 64)
 GEMM = _profile_diff.GEMM
-GIB = 2**30
-
-
-# --8<-- [start:shard-and-step]
-def sharded(model: FeedForwardStack) -> FeedForwardStack:
-    """Each block a unit, then the model; bfloat16 compute and all-gathers, float32 gradient reduce-scatters."""
-    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for layer in model.layers:
-        fully_shard(layer, mp_policy=policy)
-    return fully_shard(model, mp_policy=policy)
-
-
-class TrainingStep:
-    """One training step, in its two phases: forward and backward, then AdamW's step."""
-
-    def __init__(self, model, x, **adamw):
-        self.model, self.x = model, x
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **adamw)
-
-    def forward_backward(self):
-        self.model(self.x).float().square().mean().backward()
-
-    def optimizer_step(self):
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-
-    def __call__(self):
-        self.forward_backward()
-        self.optimizer_step()
-
-
-# --8<-- [end:shard-and-step]
 
 
 class CollectiveBytes(TorchDispatchMode):
@@ -81,15 +49,6 @@ class CollectiveBytes(TorchDispatchMode):
             self.bytes[kind] += sizes[-1] - sizes[0]
             self.calls[kind] += 1
         return func(*args, **(kwargs or {}))
-
-
-def peak_gib(phase, base: int) -> float:
-    """The most memory allocated while phase() runs, above `base` bytes."""
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    phase()
-    torch.cuda.synchronize()
-    return (torch.cuda.max_memory_allocated() - base) / GIB
 
 
 def host_ms(phase, before=lambda: None, repeats: int = 5) -> float:
