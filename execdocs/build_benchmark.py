@@ -22,7 +22,7 @@ from execdocs.examples import all_examples
 from execdocs.layout import ROOT
 from execdocs.pages import all_references
 
-RAN = re.compile(r"ran (examples/\S+) on (\w+)")
+RAN = re.compile(r"ran (examples/\S+)(?: at \d+ GPUs)? on (\w+)")
 # mkdocs-jupyter's own log line when it executes a lab instead of reading its render cache.
 EXECUTED_LAB = re.compile(r"Cache miss, writing: \S*/(docs/labs/\S+)")
 

@@ -122,10 +122,10 @@ def recording_problem(reference: Reference, device: str, result: Result | None) 
     """Why the committed output of a device this machine can't run is missing or stale; None if it is fine."""
     example, where = reference.example, reference.where
     if result is None:
-        return f"{where}: no {device} output of {example.display_path} is committed; {record_command(example, device)}."
+        return f"{where}: no {device} output of {example.described} is committed; {record_command(example, device)}."
     if result.ok and not result.is_fresh():
         return (
-            f"{where}: the {device} output of {example.display_path} recorded on {result.stamp['date']} is stale: "
+            f"{where}: the {device} output of {example.described} recorded on {result.stamp['date']} is stale: "
             f"its source ({', '.join(result.inputs)}) changed since; {record_command(example, device)}."
         )
     return None
@@ -143,7 +143,7 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
         sections = example.sections
         if not example.runs_on(device):
             return (
-                f"{where}: {example.display_path} runs only on {', '.join(example.devices)}, "
+                f"{where}: {example.described} runs only on {', '.join(example.devices)}, "
                 f"not {device}; ask for one of those."
             )
     except ExampleError as error:
@@ -162,11 +162,11 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
     if not result.ok:
         return (
             f"{where}: {result.error['location']} failed on {device}: {result.error['summary']}\n"
-            f"    Run `python {example.display_path}` to see the whole traceback; fix it and build again."
+            f"    Run `{example.command}` to see the whole traceback; fix it and build again."
         )
     if reference.section not in result.sections:
         return (
-            f"{where}: section '{reference.section}' of {example.display_path} never ran on {device}; "
+            f"{where}: section '{reference.section}' of {example.described} never ran on {device}; "
             f"make sure the code between its markers runs, or re-record it."
         )
     unmatched = missing_quotes(result.sections[reference.section], reference.quotes)

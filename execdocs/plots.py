@@ -78,7 +78,7 @@ def show_plot(target: str, draw: str, device: str | None = None) -> None:
         print_to_block(f'<p class="admonition failure">Not recorded yet: {html.escape(preview_warning)}</p>')
         return
     svg = _svg(target, draw, result.sections[reference.section])
-    caption = f"Plotted from <code>{reference.example.display_path}</code> · {stamp_line(result)}"
+    caption = f"Plotted from <code>{reference.example.described}</code> · {stamp_line(result)}"
     if result.device != machine_device():
         caption = f"{recorded_title(result)}. {caption}"
     if preview_warning:

@@ -59,7 +59,7 @@ def refuse_what_needs_more_gpus(examples: list[Example], device: str) -> None:
     gpus = machine_gpus()
     short = [example for example in examples if example.runs_on(device) and device == "cuda" and example.gpus > gpus]
     if short:
-        needs = ", ".join(f"{example.display_path} needs {example.gpus}" for example in short)
+        needs = ", ".join(f"{example.described} needs {example.gpus}" for example in short)
         raise SystemExit(
             f"not recorded: {needs} GPUs and this machine has {gpus}; record it on a machine with that many "
             "GPUs, or leave it out of the targets. Nothing was run."

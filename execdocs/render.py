@@ -90,7 +90,7 @@ def render(
         return f'!!! failure "Not recorded yet"\n\n    {preview_warning}\n', None
     text = result.sections[reference.section]
     output = fenced(quoted_lines(target, text, quotes) if quotes else text, lang)
-    source = f"<code>{reference.example.display_path}</code>"
+    source = f"<code>{reference.example.described}</code>"
     stamp = f'<p class="execdocs-stamp">Output of {source} · {stamp_line(result)}</p>'
     if result.device == machine_device():
         return f"{output}\n{stamp}\n", result

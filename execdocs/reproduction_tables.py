@@ -56,7 +56,7 @@ def _table(found: list[Row]) -> str:
 
 def example_html(example: Example, device: str) -> str:
     """The example's check against its pages' prose as they read now, or why there is none and the command to run."""
-    name = f"<code>{example.display_path}</code>"
+    name = f"<code>{example.described}</code>"
     command = f"<code>{twice_command(example, device)}</code>"
     report = load(example, device)
     if report is None:

@@ -16,7 +16,7 @@ import types
 from dataclasses import asdict
 from pathlib import Path
 
-from execdocs.examples import SECTION_MARKER, Example, content_key
+from execdocs.examples import RANKS_VARIABLE, SECTION_MARKER, Example, content_key
 from execdocs.layout import ROOT, relative
 from execdocs.store import Result
 
@@ -159,6 +159,8 @@ def run(example: Example, device: str, artifacts_folder: Path) -> Result:
     output = SectionOutput(sys.stdout)
     module.__dict__[SECTION_SWITCH] = output.switch
     os.environ[ARTIFACTS_ENV] = str(artifacts_folder)
+    if example.gpus > 1:
+        os.environ[RANKS_VARIABLE] = str(example.gpus)
     error = None
     started = time.perf_counter()
     sys.stdout = output

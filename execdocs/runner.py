@@ -63,7 +63,7 @@ def run_now(example: Example, device: str, keep: bool = True, python: str = sys.
             result = Result(**json.loads(destination.read_text()))
     if keep:
         store.save(result)
-    log.info(f"ran {example.display_path} on {device} in {result.seconds:.1f} s: {'ok' if result.ok else 'FAILED'}")
+    log.info(f"ran {example.described} on {device} in {result.seconds:.1f} s: {'ok' if result.ok else 'FAILED'}")
     return result
 
 

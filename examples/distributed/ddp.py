@@ -137,6 +137,8 @@ outer = ranks[0]["outer"]
 assert outer["MLP"]["graphs"] == 2 and outer["nn.Sequential"]["graphs"] == 0, "the Sequential is never traced"
 assert outer["nn.Sequential, DDP(torch.compile(model))"]["graphs"] == 2, "compiled inside DDP, it is"
 assert outer["MLP"]["graph_breaks"] == outer["nn.Sequential"]["graph_breaks"], "the same graph breaks in DDP.forward"
+
+
 def skipped_container(name: str) -> bool:
     """Whether Dynamo left nn.Sequential's forward untraced because its file is on the skip list."""
     frames = outer[name]["skipped_forward"]

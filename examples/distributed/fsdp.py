@@ -92,8 +92,11 @@ def work(rank: int, world_size: int) -> dict:
                     model.zero_grad()
             results[f"{model_name}, {how}"] = {
                 "graphs": len(backend.graphs),
-                "collectives_in_graphs": sum(any(name in str(node.target) for name in COLLECTIVES)
-                                             for graph in backend.graphs for node in graph.graph.nodes),  # fmt: skip
+                "collectives_in_graphs": sum(
+                    any(name in str(node.target) for name in COLLECTIVES)
+                    for graph in backend.graphs
+                    for node in graph.graph.nodes
+                ),  # fmt: skip
                 **said,
                 "largest_difference": max((g - e).abs().max().item() for g, e in zip(gradients, expected, strict=True)),
             }

@@ -1,13 +1,14 @@
-"""The link between two GPUs, measured: NCCL's bus bandwidth for the collectives of data-parallel training,
-and what a collective and a matrix product running side by side cost each other.
+"""The link between GPUs, measured: NCCL's bus bandwidth for the collectives of data-parallel training, and what
+a collective and a matrix product running side by side cost each other.
 
-Run it as it is on a machine with two GPUs: `python examples/distributed/link.py`. One process per GPU (this
-same file, started with the argument `rank`), over NCCL.
+Run it as it is on a machine with two GPUs: `python examples/distributed/link.py`, or with `RANKS=4` on one with
+four. One process per GPU (this same file, started with the argument `rank`), over NCCL.
 """
 
-# execdocs: devices=cuda, gpus=2
+# execdocs: devices=cuda, gpus=2,4
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -18,7 +19,7 @@ import torch.distributed as dist
 from distributed import _ranks
 
 started = time.perf_counter()
-WORLD_SIZE = 2
+WORLD_SIZE = int(os.environ.get("RANKS", "2"))  # one rank per GPU
 SIZES_MIB = (1, 4, 16, 64, 256, 1024)
 ROUNDS = 5  # each a block of back-to-back calls; the median round is kept, the spread shown
 # What the Overlap page used before this machine was measured: NCCL's all_reduce_perf "busbw", GB/s

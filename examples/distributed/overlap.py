@@ -1,16 +1,18 @@
-"""Overlap, measured: how much of DDP's gradient all-reduce the backward pass hides on two GPUs, eager and
+"""Overlap, measured: how much of DDP's gradient all-reduce the backward pass hides on real GPUs, eager and
 compiled, against a model of it.
 
-Run it as it is on a machine with two GPUs: `python examples/distributed/overlap.py`. One process per GPU (this
-same file, started with the argument `rank`), over NCCL. Each variant's step is timed with DDP's all-reduces and
-without them (DDP's `no_sync()`, on the same ranks), so the cost of communication is a difference measured on
-the GPUs. The model predicts that difference from when each bucket is ready and how long its all-reduce takes alone.
+Run it as it is on a machine with two GPUs: `python examples/distributed/overlap.py`, or with `RANKS=4` on one
+with four. One process per GPU (this same file, started with the argument `rank`), over NCCL. Each variant's
+step is timed with DDP's all-reduces and without them (DDP's `no_sync()`, on the same ranks), so the cost of
+communication is a difference measured on the GPUs. The model predicts that difference from when each bucket is
+ready and how long its all-reduce takes alone.
 """
 
-# execdocs: devices=cuda, gpus=2
+# execdocs: devices=cuda, gpus=2,4
 
 import gc
 import json
+import os
 import re
 import statistics
 import sys
@@ -28,7 +30,7 @@ from distributed import _collectives_in_code, _ranks, _steps_on_ranks
 from distributed._feedforward import SIZES, FeedForwardStack, inputs
 
 started = time.perf_counter()
-WORLD_SIZE, BUCKET_CAP_MB = 2, 25
+WORLD_SIZE, BUCKET_CAP_MB = int(os.environ.get("RANKS", "2")), 25
 MODEL = "1.07B parameters"  # the larger of the chapter's two models
 ROUNDS, STEPS = 8, 2  # timed rounds; in each, STEPS steps with the all-reduces and STEPS without, order alternating
 VARIANTS = (

@@ -1,15 +1,17 @@
-"""FSDP2 on two real GPUs: step time (host and GPU apart) and memory per phase, eager against compiled per block
-and compiled whole; and the same configuration on one of the two GPUs through a fake process group of 2, as the
-FSDP2-at-scale page measures it.
+"""FSDP2 on real GPUs: step time (host and GPU apart) and memory per phase, eager against compiled per block and
+compiled whole; and the same configuration on one of those GPUs through a fake process group of as many ranks, as
+the FSDP2-at-scale page measures it.
 
-Run it as it is on a machine with two GPUs: `python examples/distributed/fsdp_two_gpus.py`. Two processes (this
-same file, started with the argument `rank`) train over NCCL, one GPU each; then this process alone plays rank 0
-of 2 on the first GPU, with collectives that move nothing.
+Run it as it is on a machine with two GPUs: `python examples/distributed/fsdp_real_and_fake.py`, or with
+`RANKS=4` on one with four. One process per GPU (this same file, started with the argument `rank`) trains over
+NCCL; then this process alone plays rank 0 of the same number of ranks on the first GPU, with collectives that
+move nothing.
 """
 
-# execdocs: devices=cuda, gpus=2
+# execdocs: devices=cuda, gpus=2,4
 
 import gc
+import os
 import statistics
 import sys
 import time
@@ -21,7 +23,7 @@ from distributed._fake_group import fake_group
 from distributed._feedforward import SIZES, FeedForwardStack, inputs
 
 started = time.perf_counter()
-WORLD_SIZE, ROUNDS = 2, 8
+WORLD_SIZE, ROUNDS = int(os.environ.get("RANKS", "2")), 8
 HOWS = ("eager", "compiled per block", "compiled whole")
 GIB = _fsdp_step.GIB
 
@@ -85,10 +87,10 @@ if _ranks.is_rank_process():
 
 # --8<-- [start:runs]
 real = _ranks.run_ranks(__file__, WORLD_SIZE, backend="nccl", timeout_s=600)[0]
-fake_group(WORLD_SIZE)  # then rank 0 of 2 in this one process, on the first GPU: no communication
+fake_group(WORLD_SIZE)  # then rank 0 of as many in this one process, on the first GPU: no communication
 fake = {size: measure(*SIZES[size]) for size in SIZES}
-print(f"{WORLD_SIZE} ranks: over NCCL on two GPUs (real), and rank 0 of a fake group of {WORLD_SIZE} on one of them "
-      f"(fake); rank 0's figures; {ROUNDS} rounds of the three ways, alternating")  # fmt: skip
+print(f"{WORLD_SIZE} ranks: over NCCL, one GPU each (real), and rank 0 of a fake group of {WORLD_SIZE} on the "
+      f"first (fake); rank 0's figures; {ROUNDS} rounds of the three ways, alternating")  # fmt: skip
 # --8<-- [end:runs]
 
 
