@@ -112,6 +112,24 @@ def test_an_example_declares_its_devices_and_how_many_gpus(monkeypatch, declarat
     assert (example.devices, example.gpus) == (devices, gpus)
 
 
+def test_an_example_declared_at_several_gpu_counts_is_one_example_per_count(monkeypatch):
+    monkeypatch.setattr(Example, "source", "# execdocs: devices=cuda, gpus=2,4\n")
+    two, four = Example("demo/example"), Example("demo/example@4gpus")
+    assert two.at_other_gpu_counts == [four]
+    assert (two.gpus, four.gpus) == (2, 4)
+    assert four.path == two.path and four.display_path == "examples/demo/example.py"
+    assert four.described == "examples/demo/example.py at 4 GPUs"
+    assert four.command == "RANKS=4 python examples/demo/example.py"
+    assert "on a machine with 4 CUDA GPUs" in record_command(four, "cuda")
+    assert "record -- demo/example@4gpus" in record_command(four, "cuda")
+
+
+def test_a_gpu_count_the_example_does_not_declare_is_refused(monkeypatch):
+    monkeypatch.setattr(Example, "source", "# execdocs: devices=cuda, gpus=2,4\n")
+    with pytest.raises(ExampleError, match=r"not recorded at 8 GPUs \(it declares gpus=2,4\)"):
+        _ = Example("demo/example@8gpus").gpus
+
+
 def test_several_gpus_need_the_gpu_alone(monkeypatch):
     monkeypatch.setattr(Example, "source", "# execdocs: devices=cpu,cuda, gpus=2\n")
     with pytest.raises(ExampleError, match="gpus=2 needs devices=cuda alone"):
@@ -149,6 +167,14 @@ def test_record_refuses_an_example_that_needs_more_gpus_before_running_anything(
         "not recorded: examples/demo/example.py needs 2 GPUs and this machine has 1; record it on a machine with "
         "that many GPUs, or leave it out of the targets. Nothing was run."
     )
+
+
+def test_record_refuses_a_count_the_machine_lacks_naming_the_count(monkeypatch):
+    monkeypatch.setattr(Example, "source", "# execdocs: devices=cuda, gpus=2,4\n")
+    monkeypatch.setattr(record, "machine_gpus", lambda: 2)
+    record.refuse_what_needs_more_gpus([Example("demo/example")], "cuda")  # two: enough
+    with pytest.raises(SystemExit, match="examples/demo/example.py at 4 GPUs needs 4 GPUs and this machine has 2"):
+        record.refuse_what_needs_more_gpus([Example("demo/example"), Example("demo/example@4gpus")], "cuda")
 
 
 def test_a_missing_recording_of_several_gpus_names_a_machine_with_that_many(monkeypatch):
