@@ -9,9 +9,13 @@ four. One process per GPU (this same file, started with the argument `rank`), ov
 
 import json
 import os
+import re
 import statistics
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -112,8 +116,12 @@ def side_by_side(world_size: int) -> dict:
 # --8<-- [end:side-by-side]
 
 
-def work(rank: int, world_size: int) -> dict:
-    """On each rank: every collective at every size, then the side-by-side experiment."""
+def work(rank: int, world_size: int, part: str = "everything") -> dict:
+    """On each rank: every collective at every size, then the side-by-side experiment; or only the 1 GiB
+    all-reduce of the channels experiment."""
+    if part == "all-reduce 1 GiB":
+        full = torch.randn(2**30 // 4, device="cuda")
+        return {"rounds": per_call_ms(collective("all-reduce", full, world_size), calls=5)}
     bandwidth = {}
     for kind in BUS_FACTOR:
         for mib in SIZES_MIB:
@@ -168,6 +176,53 @@ for part in ("matmuls", "all-reduces"):
 # --8<-- [end:side-by-side-result]
 for part in ("matmuls", "all-reduces"):
     assert medians[part, "together"] > medians[part, "alone"], f"{part}: slower side by side"
+
+# --8<-- [start:channels]
+FORCED_CHANNELS = (8, 16, 32)
+# NCCL's log names each channel it builds as "Channel 03/24": the fourth of 24
+CHANNEL_LINE = re.compile(r"Channel \d+/(\d+)")
+
+
+@contextmanager
+def environment(**settings: str):
+    """The variables set for the ranks started inside the block (they copy this process's environment)."""
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
+def all_reduce_1gib(channels: int | None) -> tuple[float, int]:
+    """A 1 GiB all-reduce on fresh ranks, with NCCL's choice of channels or a forced number: its bus bandwidth
+    in GB/s (median of the rounds) and the channels NCCL built, read from its own log."""
+    with tempfile.TemporaryDirectory(prefix="nccl-log-") as logs:
+        settings = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT", "NCCL_DEBUG_FILE": f"{logs}/%p.log"}
+        if channels:
+            settings |= {"NCCL_MIN_NCHANNELS": str(channels), "NCCL_MAX_NCHANNELS": str(channels)}
+        with environment(**settings):
+            rounds = _ranks.run_ranks(__file__, WORLD_SIZE, "all-reduce 1 GiB", backend="nccl")[0]["rounds"]
+        built = [int(n) for log in Path(logs).glob("*.log") for n in CHANNEL_LINE.findall(log.read_text())]
+    gbs = statistics.median(2**30 * BUS_FACTOR["all-reduce"](WORLD_SIZE) / (ms / 1e3) / 1e9 for ms in rounds)
+    return gbs, max(built, default=0)
+
+
+print(f"all-reduce of 1 GiB on {WORLD_SIZE} ranks, fresh ranks for each line: bus bandwidth (median of {ROUNDS} "
+      "rounds) against the channels NCCL built")  # fmt: skip
+by_channels = {channels: all_reduce_1gib(channels) for channels in (None, *FORCED_CHANNELS)}
+for channels, (gbs, built) in by_channels.items():
+    asked = "NCCL's choice" if channels is None else f"forced to {channels}"
+    print(f"  {asked:<14} {built:>3} channels  {gbs:6.1f} GB/s")
+# --8<-- [end:channels]
+for channels in FORCED_CHANNELS:
+    assert by_channels[channels][1] == channels, "NCCL built as many channels as it was told to"
+forced = [by_channels[channels][0] for channels in FORCED_CHANNELS]
+assert forced == sorted(forced), "at 1 GiB, more channels move more"
 
 # --8<-- [start:plot-data]
 print(json.dumps({kind: {str(mib): bus[kind, mib] for mib in SIZES_MIB} for kind in BUS_FACTOR}))
