@@ -53,11 +53,14 @@ def collective(kind: str, full: torch.Tensor, world_size: int):
 
 
 def per_call_ms(call, calls: int) -> list[float]:
-    """ms per call of `calls` back-to-back calls, on the GPU's clock (CUDA events), for each of ROUNDS rounds."""
+    """ms per call of `calls` back-to-back calls, on the GPU's clock (CUDA events), for each of ROUNDS rounds,
+    each started on every rank at once."""
     for _ in range(3):
         call()
     rounds = []
     for _ in range(ROUNDS):
+        dist.barrier()  # every rank starts the round together: none waits for a late peer on its clock
+        torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(calls):
