@@ -3,12 +3,15 @@
 Works in a fresh clone of the committed repository, on this machine's device, and prints:
 - first build of a fresh clone, from the committed outputs (what a newcomer's first serve costs;
   the labs run, since their rendered pages are not committed);
-- cold full build, with no stored outputs and empty caches (every example and lab runs);
+- with `--cold` only (it runs every example: tens of minutes on two cores), a cold full build, with no
+  stored outputs and empty caches;
 - warm rebuild with nothing changed;
+- rebuild after editing one page's Markdown;
 - rebuild after editing one example (and which examples ran again).
 Timings here are wall-clock seconds of `mkdocs build`, Python start-up included.
 """
 
+import argparse
 import os
 import re
 import shutil
@@ -56,14 +59,21 @@ def report(label: str, seconds: float, ran: list[str]) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cold", action="store_true", help="also time a build with no outputs and empty caches")
+    cold = parser.parse_args().cold
     with tempfile.TemporaryDirectory() as scratch:
         clone = fresh_clone(Path(scratch) / "clone")
         report("first build of a fresh clone (committed outputs)", *build(clone))
-        shutil.rmtree(clone / "snippets" / "outputs" / "cpu", ignore_errors=True)
-        shutil.rmtree(clone / ".cache" / "inductor", ignore_errors=True)
-        shutil.rmtree(clone / ".cache" / "mkdocs-jupyter", ignore_errors=True)
-        report("cold full build (no outputs, empty caches)", *build(clone))
+        if cold:
+            shutil.rmtree(clone / "snippets" / "outputs" / "cpu", ignore_errors=True)
+            shutil.rmtree(clone / ".cache", ignore_errors=True)
+            shutil.copytree(ROOT / ".cache" / "vendor", clone / ".cache" / "vendor")
+            report("cold full build (no outputs, empty caches)", *build(clone))
         report("warm rebuild, nothing changed", *build(clone))
+        page = clone / "docs" / "distributed" / "link.md"
+        page.write_text(page.read_text() + "\nAn edit.\n")
+        report(f"rebuild after editing {page.relative_to(clone)}", *build(clone))
         # An example no page shows GPU output of: editing one of those would make its recording stale.
         shown_on_gpu = {ref.example.name for ref in all_references() if ref.device == "cuda"}
         edited = next(example for example in all_examples() if example.name not in shown_on_gpu)

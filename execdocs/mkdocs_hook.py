@@ -6,7 +6,9 @@
 - on_pre_build: run missing or stale examples (two at a time), then fail the build with one
   sentence per problem, naming the page, the block and the example's file:line.
 - on_files: serve the vendored JavaScript from the site itself, and publish every stored result
-  (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link.
+  (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link;
+  then hash the build's inputs, so that each page's render and search entries come from
+  .cache/pages/ while nothing that goes into them changed (execdocs/page_cache.py).
 - on_page_content: code blocks left out of the search index, and made keyboard-scrollable
   (execdocs/reader_html.py); mermaid on the pages that draw a diagram (execdocs/diagrams.py), and only there.
 - on_page_markdown: make GPU-only blocks say so on the page.
@@ -21,7 +23,7 @@ import re
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
-from execdocs import diagrams, labs, reader_html, runner, store
+from execdocs import diagrams, labs, page_cache, reader_html, runner, store
 from execdocs.environment import PREVIEW_ENV, can_run, machine_device, machine_stamp, preview
 from execdocs.examples import all_examples
 from execdocs.layout import DEVICES
@@ -84,7 +86,9 @@ def on_files(files, config):
             files.append(File.generated(config, f"outputs/{device}/{example.name}.json", content=store.as_json(result)))
             for path, text in result.artifacts.items():
                 files.append(File.generated(config, f"outputs/{device}/{example.name}/{path}", content=text))
-    return labs.prepare_files(files, config)
+    files = labs.prepare_files(files, config)
+    page_cache.start_build(config, files)
+    return files
 
 
 def on_page_markdown(markdown, page, config, files):
