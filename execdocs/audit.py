@@ -36,7 +36,7 @@ def install_lighthouse() -> None:
             "--no-audit",
             "--no-fund",
             "--prefix",
-            str(LIGHTHOUSE.parents[2]),
+            str(LIGHTHOUSE.parents[3]),  # the folder that holds node_modules/
             f"lighthouse@{LIGHTHOUSE_VERSION}",
         ],
         check=True,
