@@ -1,0 +1,50 @@
+"""A summary quotes: each figure in a "What to remember" list, or anywhere on a summary page (distributed/remember,
+deploying/levers, benchmarking/decision_guide), must be printed in an output line the page itself shows; on a
+summary page, in the lines it quotes with show_quote. A figure a reader cannot find on the page fails here, naming
+the page and the figure.
+"""
+
+import pytest
+
+from execdocs import store
+from execdocs.layout import DOCS
+from execdocs.pages import page_references
+from execdocs.prose_numbers import figures, summary_prose
+from execdocs.render import ShowError, quoted_lines
+
+PAGES = sorted(
+    path for path in DOCS.rglob("*.md") if summary_prose(path.relative_to(DOCS).as_posix(), path.read_text())
+)
+
+
+def shown_lines(path) -> str:
+    """The output lines the page shows: whole sections, or only the quoted lines of a show_quote."""
+    shown = []
+    for reference in page_references(path):
+        for device in ("cpu", "cuda"):
+            result = store.load_committed(reference.example, device) if reference.shows_output else None
+            text = result.sections.get(reference.section) if result else None
+            if text is None:
+                continue
+            try:
+                shown.append(quoted_lines(reference.section, text, reference.quotes) if reference.quotes else text)
+            except ShowError:
+                continue  # the quote matches the other device's output
+    return "\n".join(shown)
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[path.relative_to(DOCS).as_posix() for path in PAGES])
+def test_each_summary_figure_is_in_an_output_the_page_shows(path):
+    page = path.relative_to(DOCS).as_posix()
+    shown = shown_lines(path)
+    missing = [figure for figure in figures(summary_prose(page, path.read_text())) if figure not in shown]
+    assert not missing, (
+        f"docs/{page} sums up with {', '.join(missing)}, which no output line the page shows prints: quote the "
+        "line it rests on (show_quote) and the figure as printed, or drop the figure"
+    )
+
+
+def test_a_planted_figure_that_no_output_prints_is_found():
+    planted = "# A page\n\n## What to remember\n\n- It took 31 ms, about 4x faster.\n\n## Next\n\n- 7 ms here.\n"
+    assert figures(summary_prose("chapter/page.md", planted)) == ["31", "4"]
+    assert figures(summary_prose("distributed/remember.md", planted)) == ["31", "4", "7"]
