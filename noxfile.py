@@ -86,6 +86,14 @@ def record(session: nox.Session) -> None:
 
 
 @nox.session
+def diagrams(session: nox.Session) -> None:
+    """Draw every mermaid diagram of docs/ that has no drawing yet into snippets/diagrams/, with the vendored
+    mermaid in headless Chromium, and delete the drawings no diagram uses any more: commit what it writes."""
+    install(session, "docs", "test")
+    session.run("python3", "-m", "execdocs.diagrams")
+
+
+@nox.session
 def drift(session: nox.Session) -> None:
     """Run every CPU example under other torch releases and compare each with its committed recording:
     `nox -s drift -- 2.11.0 2.14.1 2.15.0`. For authors, not a test: it installs each release's torch

@@ -5,12 +5,12 @@
 - on_config: the build's version stamp, for the footer of every page.
 - on_pre_build: run missing or stale examples (two at a time), then fail the build with one
   sentence per problem, naming the page, the block and the example's file:line.
-- on_files: serve the vendored JavaScript from the site itself, and publish every stored result
+- on_files: publish every stored result
   (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link;
   then hash the build's inputs, so that each page's render and search entries come from
   .cache/pages/ while nothing that goes into them changed (execdocs/page_cache.py).
 - on_page_content: code blocks left out of the search index, and made keyboard-scrollable
-  (execdocs/reader_html.py); mermaid on the pages that draw a diagram (execdocs/diagrams.py), and only there.
+  (execdocs/reader_html.py). Diagrams need nothing here: each is a committed drawing (execdocs/diagrams.py).
 - on_page_markdown: make GPU-only blocks say so on the page.
 - labs (execdocs/labs.py): the downloadable notebooks, and each rendered lab page finished.
 """
@@ -23,7 +23,7 @@ import re
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
-from execdocs import diagrams, labs, page_cache, reader_html, runner, store
+from execdocs import labs, page_cache, reader_html, runner, store
 from execdocs.environment import PREVIEW_ENV, can_run, machine_device, machine_stamp, preview
 from execdocs.examples import all_examples
 from execdocs.layout import DEVICES
@@ -76,8 +76,6 @@ def on_pre_build(config):
 
 
 def on_files(files, config):
-    for diagram_file in diagrams.site_files_for_diagrams(config):
-        files.append(diagram_file)
     for example in all_examples():
         for device in DEVICES:
             result = store.load(example, device)
@@ -110,5 +108,4 @@ def on_page_content(html, page, config, files):
     if VERSIONS_HREF in html:  # the line under two tabs of different torch releases links the Versions page
         versions = files.get_file_from_path("versions.md")
         html = html.replace(VERSIONS_HREF, versions.url_relative_to(page.file) if versions else "")
-    html = diagrams.load_where_drawn(html, page, files)
     return labs.finish_page(html, page, config, files)

@@ -6,7 +6,7 @@ import re
 _CODE_BLOCK = re.compile(r'<div class="(?:language-\S+ )?highlight(?:-ipynb)?\b[^"]*"')
 # The element that scrolls sideways: <code> in Material's code blocks, the highlight div in a lab's cells.
 _SCROLLING_CODE = re.compile(
-    r'(<pre\b(?![^>]*mermaid)[^>]*>(?:<span></span>)?<code)\b(?![^>]*tabindex)|(<div class="highlight-ipynb\b[^"]*")'
+    r'(<pre\b[^>]*>(?:<span></span>)?<code)\b(?![^>]*tabindex)|(<div class="highlight-ipynb\b[^"]*")'
 )
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from execdocs.layout import VENDOR
 
 # (npm package, version, folder inside the package, files under it to keep, folder under .cache/vendor/ and the
-# site's assets/vendor/). Mermaid is its ES-module build: the core, and chunks a diagram imports when drawn, so
-# a flowchart loads a third of what the one-file build would (execdocs/diagrams.py loads it).
+# site's assets/vendor/). Mermaid is not part of the site: `nox -s diagrams` draws each diagram with it, once,
+# into a committed SVG (execdocs/diagrams.py). Its ES-module build: the core, and the chunks a diagram imports.
 ASSETS = [("mermaid", "11.17.2", "package/dist/", ("mermaid.esm.min.mjs", "chunks/mermaid.esm.min/*.mjs"), "mermaid")]
 # Loaded only by the labs' notebook pages (execdocs/labs.py publishes them, through a small loader that
 # configures MathJax first), so not part of every page's scripts. tex-svg-full is one self-contained

@@ -1,7 +1,7 @@
 """What a reader's browser sees on one page, as a list of problems that each name the page.
 
 Every check here holds on every page: no console error, no failed request, no request that
-leaves the site, every mermaid diagram drawn as SVG, every content tab showing something, and no
+leaves the site, every diagram showing its drawing for the palette, every content tab showing something, and no
 serious or critical axe-core violation. The tests add what only some pages have.
 """
 
@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -39,42 +38,31 @@ def scheme(driver) -> str:
     return driver.execute_script("return document.body.getAttribute('data-md-color-scheme')")
 
 
-def wait_for_diagrams(driver) -> None:
-    """Material swaps each <pre class="mermaid"> for a drawn diagram; wait until none is left, or give up."""
-    try:
-        WebDriverWait(driver, RENDER_WAIT_S).until(
-            lambda d: (
-                not d.find_elements(By.CSS_SELECTOR, "pre.mermaid")
-                and len(drawn_diagrams(d)) == len(d.find_elements(By.CSS_SELECTOR, "div.mermaid"))
-            )
-        )
-    except TimeoutException:
-        pass  # diagram_problems says which
+MIN_DIAGRAM_WIDTH_PX = 300  # narrower, a drawing has collapsed to its content's width: its labels are unreadable
 
 
-def _nodes(node: dict):
-    yield node
-    for child in node.get("children", []) + node.get("shadowRoots", []) + [node.get("contentDocument") or {}]:
-        if child:
-            yield from _nodes(child)
-
-
-def drawn_diagrams(driver) -> list[dict]:
-    """Diagram hosts whose (closed) shadow root holds an <svg>: only the DevTools protocol can look inside."""
-    root = driver.execute_cdp_cmd("DOM.getDocument", {"depth": -1, "pierce": True})["root"]
-    hosts = []
-    for node in _nodes(root):
-        attributes = dict(zip(node.get("attributes", [])[::2], node.get("attributes", [])[1::2], strict=True))
-        if node.get("nodeName") == "DIV" and "mermaid" in attributes.get("class", "").split():
-            shadow = node.get("shadowRoots", [])
-            if any(inner.get("nodeName", "").lower() == "svg" for root in shadow for inner in _nodes(root)):
-                hosts.append(node)
-    return hosts
+def diagrams_shown(driver) -> list[list[str]]:
+    """For each diagram of the page, the class of each drawing the reader sees (one with a size), and "narrow"
+    for a drawing narrower than MIN_DIAGRAM_WIDTH_PX in a column wide enough for it."""
+    return driver.execute_script(
+        "const least = arguments[0];"
+        "return [...document.querySelectorAll('figure.execdocs-diagram')].map(figure =>"
+        " [...figure.querySelectorAll(':scope > div')]"
+        " .filter(drawing => drawing.getBoundingClientRect().height > 0 && drawing.querySelector('svg'))"
+        " .map(drawing => drawing.querySelector('svg').getBoundingClientRect().width"
+        "   < Math.min(least, figure.getBoundingClientRect().width) ? 'narrow' : drawing.className));",
+        MIN_DIAGRAM_WIDTH_PX,
+    )
 
 
 def diagram_problems(driver) -> list[str]:
-    undrawn = driver.find_elements(By.CSS_SELECTOR, "pre.mermaid")
-    return [f"a mermaid diagram was not drawn: {pre.text.strip()[:60]!r}" for pre in undrawn]
+    """Each diagram shows one drawing, the one of the palette the page is in."""
+    palette = next(name for name, material in SCHEMES.items() if material == scheme(driver))
+    problems = []
+    for number, shown in enumerate(diagrams_shown(driver), start=1):
+        if shown != [f"execdocs-diagram__{palette}"]:
+            problems.append(f"diagram {number} shows {shown or 'no drawing'} in the {palette} palette")
+    return problems
 
 
 def tab_problems(driver) -> list[str]:
@@ -142,7 +130,6 @@ def axe_problems(driver) -> list[str]:
 def check_page(driver, base_url: str, path: str, palette: str, screenshot: Path | None = None) -> list[str]:
     """Open the page in `palette` and run every check that holds on all pages; each problem names the page."""
     open_page(driver, base_url + path, palette)
-    wait_for_diagrams(driver)
     problems = []
     if scheme(driver) != SCHEMES[palette]:
         problems.append(f"opened in the {scheme(driver)!r} scheme instead of {SCHEMES[palette]!r}")

@@ -11,7 +11,6 @@ from tests.sandbox import Sandbox
 
 PAGES = {
     "index.md": "# A page with nothing wrong\n\nSome prose.\n",
-    "broken_diagram.md": "# A diagram\n\n```mermaid\ngraph LR\n  A -->> ((( B\n```\n",
     "empty_tab.md": '# Tabs\n\n=== "Filled"\n\n    To read.\n\n=== "Empty"\n\n=== "Filled too"\n\n    More.\n',
     "low_contrast.md": '# Faint\n\n<p style="color: #c8c8c8">Text too light to read on white.</p>\n',
     "remote_image.md": '# Remote\n\n<img src="https://cdn.example.com/pixel.png" alt="a pixel from elsewhere">\n',
@@ -39,7 +38,6 @@ def test_a_page_with_nothing_wrong_passes(driver, broken_site):
 
 # Each broken page, and the problem its check must report, naming the page.
 FAULTS = {
-    "a mermaid syntax error": ("broken_diagram/", "/broken_diagram/ (light): a mermaid diagram was not drawn"),
     "a tab with no content": ("empty_tab/", "/empty_tab/ (light): tab 'Empty' of tab set 1 shows nothing"),
     "a low-contrast colour": ("low_contrast/", "/low_contrast/ (light): axe color-contrast (serious)"),
     "a request that leaves the site": (

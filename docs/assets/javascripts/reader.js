@@ -21,7 +21,7 @@
   var watched = new WeakSet();
 
   function fix(el) {
-    if (el.matches("pre:not(.mermaid) > code") && !el.hasAttribute("tabindex")) {
+    if (el.matches("pre > code") && !el.hasAttribute("tabindex")) {
       el.setAttribute("tabindex", "0");
     }
     if (el.matches("nav.md-code__nav") && el.getAttribute("role") !== "none") {
