@@ -154,5 +154,6 @@ def releases_line(gpu: Result | None, cpu: Result | None) -> str:
     return (
         f'\n<p class="execdocs-releases">The tabs ran different torch releases ({releases[0]} on the '
         f"{device_name(gpu)}, {releases[1]} on the CPU): a difference between them may be the release's, "
-        f'not the device\'s. <a href="{VERSIONS_HREF}">Versions</a> runs the CPU examples under both.</p>\n'
+        f'not the device\'s. <a href="{VERSIONS_HREF}#the-examples-that-changed-or-failed">Versions</a> lists the '
+        "CPU examples that print something else under the other release.</p>\n"
     )
