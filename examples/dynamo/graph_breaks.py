@@ -380,6 +380,8 @@ added = statistics.median(broken["medians"]) - statistics.median(fixed["medians"
 ratio = statistics.median(ratios)
 print(f"on {device.type}, {batch}x{width} inputs: the break adds {added:.1f} us per call, "
       f"{ratio:.2f}x the time of the fixed version (medians over the rounds)")
+fastest = {name: min(result["medians"]) for name, result in results.items()}
+print(f"fastest round of each: with the break {fastest['with the break']:.1f} us, fixed {fastest['fixed']:.1f} us")
 # --8<-- [end:cost]
 assert (broken["graphs"], fixed["graphs"]) == (2, 1)
 assert "Recompiling" not in log.getvalue(), "the disabled probe causes no recompiles while timing"
@@ -390,4 +392,6 @@ if device.type == "cuda":
     assert fixed["launches"] < broken["launches"], "one kernel launch fewer per call"
     assert ratio > 1.2, "small inputs: the break's per-call overhead shows on the GPU"
 else:
-    assert ratio > 1.0, "the break adds time per call (direction only: CPU timings are noisy)"
+    # Another process on the machine slows whole rounds, and can make most of them mislead; it cannot make
+    # a round faster, so each side's fastest round is the one nothing got in the way of.
+    assert fastest["with the break"] > fastest["fixed"], "the break adds time per call (direction only, on the CPU)"
