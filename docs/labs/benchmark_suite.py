@@ -9,13 +9,17 @@
 #
 # - timing the first call, which includes compiling;
 # - reading the clock while the GPU is still working (kernels are queued asynchronously);
-# - reporting a mean over a few runs, which one slow outlier can move: report the median.
+# - timing eager, then compiled: the machine's speed moves from one second to the next, and a slow
+#   moment that falls on one side only makes a speedup out of nothing. Time the two in pairs,
+#   alternating, and take the ratio within each pair;
+# - reporting a mean over a few runs, which one slow outlier can move: report the median, and the
+#   spread.
 #
-# Background: [Did it get faster?](../index.md#did-it-get-faster) in the overview, and
-# [Backends and the first call](../dynamo/first_call.md).
+# Background: [Did it get faster?](../index.md#did-it-get-faster) in the overview,
+# [Backends and the first call](../dynamo/first_call.md), and the Benchmarking chapter's
+# [method](../benchmarking/method.md).
 
 # %%
-import math
 import statistics
 import time
 
@@ -35,72 +39,81 @@ BATCH_SIZES = [8, 128, 2048] if device.type == "cuda" else [8, 64, 256]
 print(device, BATCH_SIZES)
 
 # %% [markdown]
-# ## Task 1: a timing function
+# ## Task 1: a paired timing function
 #
-# Write `median_ms(fn, x, warmup=5, iters=30)`:
+# Write `paired_ms(fns, x, warmup=5, rounds=30)`, where `fns` maps a name to a function:
 #
-# 1. call `fn(x)` `warmup` times without timing (this is where compiling and autotuning happen);
-# 2. time each of the next `iters` calls on its own with `time.perf_counter()`; on a GPU, call
-#    `torch.cuda.synchronize()` before starting and before stopping the clock;
-# 3. return the median in milliseconds.
+# 1. call each `fn(x)` `warmup` times without timing (this is where compiling and autotuning happen);
+# 2. then, in each of `rounds` rounds, time one call of each function on its own with
+#    `time.perf_counter()`, in the order of `fns` in even rounds and in the reverse order in odd
+#    ones; on a GPU, call `torch.cuda.synchronize()` before starting and before stopping the clock;
+# 3. return `{name: [milliseconds of each round]}`.
 
 
 # %%
-def median_ms(fn, x, warmup=5, iters=30):
-    # TODO: warm up, time `iters` calls one by one, return the median in milliseconds.
-    return float("nan")
+def paired_ms(fns, x, warmup=5, rounds=30):
+    # TODO: warm each function up, then time one call of each per round, alternating the order.
+    return {}
 
 
 # %% tags=["solution"]
-def median_ms(fn, x, warmup=5, iters=30):
-    for _ in range(warmup):
-        fn(x)
-    times = []
-    for _ in range(iters):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn(x)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+def paired_ms(fns, x, warmup=5, rounds=30):
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn(x)
+    names = list(fns)
+    times = {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            fns[name](x)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return times
 
 
 # %% tags=["check"]
 class SlowFirstCall:
-    """Sleeps 200 ms on its first call, like a compile, then returns at once; counts its calls."""
+    """Sleeps 200 ms on its first call, like a compile, then returns at once; writes its name in `calls`."""
 
-    def __init__(self):
-        self.calls = 0
+    def __init__(self, name, calls):
+        self.name, self.calls = name, calls
 
     def __call__(self, x):
-        self.calls += 1
-        if self.calls == 1:
+        if self.name not in self.calls:
             time.sleep(0.2)
+        self.calls.append(self.name)
         return x
 
 
-probe = SlowFirstCall()
-measured = median_ms(probe, torch.ones(1), warmup=3, iters=11)
-assert math.isfinite(measured) and measured >= 0, f"median_ms returned {measured}: return a time in milliseconds"
-assert probe.calls == 3 + 11, f"fn was called {probe.calls} times, expected warmup + iters = 14"
-assert measured < 50, f"median_ms returned {measured:.1f} ms: the slow first call is in the measurement"
-print(f"the slow first call stayed out of the measurement: median {measured:.4f} ms")
+calls = []
+probes = {"a": SlowFirstCall("a", calls), "b": SlowFirstCall("b", calls)}
+measured = paired_ms(probes, torch.ones(1), warmup=3, rounds=4)
+assert sorted(measured) == ["a", "b"], f"paired_ms returned {measured}: return {{name: [ms of each round]}}"
+assert all(len(times) == 4 for times in measured.values()), f"expected one time per round: {measured}"
+alternating = ["a", "b", "b", "a", "a", "b", "b", "a"]
+assert calls[6:] == alternating, f"after the warm-up, the calls came in this order: {calls[6:]}"
+assert max(max(times) for times in measured.values()) < 50, f"a slow first call is in the measurement: {measured}"
+print(f"warm-up kept out, order alternating: {calls[6:]}")
 
 # %% [markdown]
-# The check uses a fake function whose first call sleeps: a median that excludes the warm-up is
-# a fraction of a millisecond, while one that includes it, or a mean over the calls, would be
-# pulled towards 200 ms.
+# The check uses fake functions whose first call sleeps: a time that excludes the warm-up is a
+# fraction of a millisecond, while one that includes it is 200 ms. It also reads the order of the
+# calls: a, b, then b, a, and so on.
 #
 # ## Task 2: eager against compiled, across batch sizes
 #
-# Write `run_suite(model, batch_sizes)`, returning one dict per batch size with the keys
-# `batch`, `eager_ms`, `compiled_ms` and `speedup`, where
-# $\text{speedup} = t_\text{eager} / t_\text{compiled}$ (above 1: the compiled model is faster).
+# Write `run_suite(model, batch_sizes)`, returning one dict per batch size with the keys `batch`,
+# `eager_ms`, `compiled_ms` (the medians of the rounds), `speedup`, `low` and `high`. The speedup is
+# the median of the per-round ratios $t_\text{eager} / t_\text{compiled}$ (above 1: the compiled
+# model is faster), and `low` and `high` are the 10th and 90th percentiles of those ratios
+# (`statistics.quantiles(ratios, n=10)` gives the deciles).
 #
 # - Compile once, outside the loop, with `torch.compile(model, dynamic=False)`: one specialised
-#   graph per batch size, compiled during `median_ms`'s warm-up.
+#   graph per batch size, compiled during `paired_ms`'s warm-up.
 # - Run under `torch.no_grad()`: this is inference, and autograd bookkeeping would add work to
 #   both sides.
 # - Build each input with `torch.randn(batch, 256, device=device)`.
@@ -108,7 +121,7 @@ print(f"the slow first call stayed out of the measurement: median {measured:.4f}
 
 # %%
 def run_suite(model, batch_sizes):
-    # TODO: return [{"batch": ..., "eager_ms": ..., "compiled_ms": ..., "speedup": ...}, ...]
+    # TODO: return [{"batch": ..., "eager_ms": ..., "compiled_ms": ..., "speedup": ..., "low": ..., "high": ...}, ...]
     return []
 
 
@@ -120,11 +133,17 @@ def run_suite(model, batch_sizes):
     with torch.no_grad():
         for batch in batch_sizes:
             x = torch.randn(batch, 256, device=device)
-            eager_ms = median_ms(model, x)
-            compiled_ms = median_ms(compiled, x)
-            rows.append(
-                {"batch": batch, "eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms}
-            )
+            times = paired_ms({"eager": model, "compiled": compiled}, x)
+            ratios = [e / c for e, c in zip(times["eager"], times["compiled"], strict=True)]
+            deciles = statistics.quantiles(ratios, n=10)
+            rows.append({
+                "batch": batch,
+                "eager_ms": statistics.median(times["eager"]),
+                "compiled_ms": statistics.median(times["compiled"]),
+                "speedup": statistics.median(ratios),
+                "low": deciles[0],
+                "high": deciles[-1],
+            })  # fmt: skip
     return rows
 
 
@@ -133,25 +152,37 @@ rows = run_suite(model, BATCH_SIZES)
 assert [row.get("batch") for row in rows] == BATCH_SIZES, f"expected one row per batch size {BATCH_SIZES}, got {rows}"
 for row in rows:
     assert row["eager_ms"] > 0 and row["compiled_ms"] > 0, f"times must be positive: {row}"
-    assert math.isclose(row["speedup"], row["eager_ms"] / row["compiled_ms"]), f"speedup is eager / compiled: {row}"
-print(f"{'batch':>6} | {'eager ms':>9} | {'compiled ms':>11} | {'speedup':>7}")
+    assert row["low"] <= row["speedup"] <= row["high"], f"the median ratio lies between its deciles: {row}"
+    # A compiled two-layer MLP is not ten times faster or slower than eager: such a figure is a compile, or a
+    # busy moment of the machine, inside the timing.
+    assert 0.1 < row["speedup"] < 10, f"an implausible speedup, a timing artefact: {row}; run the cell again"
+for smaller, larger in zip(rows, rows[1:], strict=False):
+    assert larger["eager_ms"] > 0.5 * smaller["eager_ms"], (
+        f"eager got faster as the batch grew ({smaller['eager_ms']:.3f} ms at {smaller['batch']}, "
+        f"{larger['eager_ms']:.3f} ms at {larger['batch']}): a timing artefact; run the cell again"
+    )
+print(f"{'batch':>6} | {'eager ms':>9} | {'compiled ms':>11} | {'speedup (10th-90th pct of pairs)':>33}")
 for row in rows:
-    print(f"{row['batch']:>6} | {row['eager_ms']:9.3f} | {row['compiled_ms']:11.3f} | {row['speedup']:6.2f}x")
+    print(f"{row['batch']:>6} | {row['eager_ms']:9.3f} | {row['compiled_ms']:11.3f} | "
+          f"{row['speedup']:6.2f}x ({row['low']:.2f}-{row['high']:.2f})")  # fmt: skip
 compile_tools.print_stamp()
 
 # %% [markdown]
-# Read the table with its context: the versions and the device are on the last line, and
-# these are medians of 30 calls on a machine that may be doing other work. (The site's build runs
-# this notebook on its CPU, as the last line says; run it on your GPU to get your numbers.)
+# Read the table with its context: the versions and the device are on the last line. The spread
+# says how much to trust a speedup: where the 10th and 90th percentiles of the pairs fall on both
+# sides of 1, the table does not say which is faster. (The site's build runs this notebook on its
+# CPU, as the last line says; run it on your GPU to get your numbers.)
 #
 # Questions to ask of your table:
 #
-# - Where is the speedup largest? At small batch sizes a call costs mostly fixed work: Python,
-#   the guards that the compiled version checks, and launching kernels. At large batch sizes the
-#   matrix multiplies dominate, and they are library calls on both sides, so only the fused
-#   element-wise work around them (GELU, the bias adds, LayerNorm) can get faster.
-# - Is a speedup below 1 real? Run the cell again: if the numbers move by more than the
-#   difference, the machine is too busy for this measurement to mean anything.
+# - How does the speedup change with the batch? At small batches a call is mostly fixed work
+#   (Python, the guards the compiled version checks, launching kernels), which compiling can make
+#   smaller or larger; at large batches the matrix multiplies dominate, and they are library calls
+#   on both sides, so only the fused element-wise work around them (GELU, the bias adds, LayerNorm)
+#   can get faster. The Benchmarking chapter's [batch sweep](../benchmarking/batch_sweep.md) shows
+#   both on a GPU.
+# - Is a speedup below 1 real? Only if its 90th percentile is below 1 too; run the cell again and
+#   see whether it stays.
 #
 # ## Try it
 #
@@ -162,8 +193,8 @@ compile_tools.print_stamp()
 #
 # ## What to remember
 #
-# - Warm up before timing, synchronize on a GPU, and report a median with its setting (device,
-#   versions, sizes).
+# - Warm up before timing, synchronize on a GPU, time the two sides in alternating pairs, and
+#   report the median of the pairs' ratios with its spread and its setting (device, versions, sizes).
 # - Compile once, outside the timed code; a `torch.compile` call inside the loop measures the
 #   wrapper's construction and cache lookups.
 # - Speedups depend on the size: always measure across the sizes you will run.
