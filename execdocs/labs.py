@@ -141,18 +141,24 @@ _MERMAID_LOADER = re.compile(
 _REMOTE = re.compile(r'<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)="(?:https?:)?//[^"]*"', re.I)
 
 
+_OUTPUT_AREA = re.compile(r'<div class="jp-OutputArea jp-Cell-outputArea"[^>]*>')
+
+
+def _div_end(html: str, start: int, what: str) -> int:
+    """Where the <div> that opens at `start` closes (after its </div>)."""
+    depth = 0
+    for tag in _DIV.finditer(html, start):
+        depth += 1 if tag.group() == "<div" else -1
+        if depth == 0:
+            return tag.end()
+    raise PluginError(f"{what} of a lab has no closing </div>")
+
+
 def _fold_solutions(html: str) -> tuple[str, int]:
     """Wrap each solution cell (its outermost div) in a closed <details> block."""
     out, position, count = [], 0, 0
     while match := _SOLUTION_CELL.search(html, position):
-        depth, end = 0, None
-        for tag in _DIV.finditer(html, match.start()):
-            depth += 1 if tag.group() == "<div" else -1
-            if depth == 0:
-                end = tag.end()
-                break
-        if end is None:
-            raise PluginError("a solution cell of a lab has no closing </div>")
+        end = _div_end(html, match.start(), "a solution cell")
         out += [
             html[position : match.start()],
             '<details class="success lab-solution"><summary>Show solution</summary>\n',
@@ -163,8 +169,28 @@ def _fold_solutions(html: str) -> tuple[str, int]:
     return "".join(out) + html[position:], count
 
 
+def _stamp_outputs(html: str) -> str:
+    """Under each cell's output, the environment that printed it: this build's, which the render cache is keyed by
+    (`configure`), so a cached page's outputs were printed by the same device, torch, triton and Python."""
+    from execdocs.environment import machine_device, machine_stamp
+
+    stamp = machine_stamp()
+    where = "CPU" if machine_device() == "cpu" else stamp["gpu"]
+    parts = [where, f"torch {stamp['torch']}", f"Python {stamp['python']}"]
+    if machine_device() == "cuda":
+        parts += [f"triton {stamp['triton']}", f"CUDA {stamp['cuda']}"]
+    line = f'<p class="execdocs-stamp">Output of this lab\'s run · {" · ".join(parts)}</p>'
+    out, position = [], 0
+    while match := _OUTPUT_AREA.search(html, position):
+        end = _div_end(html, match.start(), "an output")
+        out += [html[position:end], line]
+        position = end
+    return "".join(out) + html[position:]
+
+
 def finish_page(html: str, page, config, files) -> str:
-    """on_page_content for a lab: download button, folded solutions, working links, pruned styles, nothing remote."""
+    """on_page_content for a lab: download button, folded solutions, stamped outputs, working links, pruned styles,
+    nothing remote."""
     if not is_lab(page.file.src_uri):
         return html
     name = posixpath.basename(page.file.src_uri).removesuffix(".py")
@@ -178,6 +204,7 @@ def finish_page(html: str, page, config, files) -> str:
     html = html[:at] + button + html[at:]
 
     html, folded = _fold_solutions(html)
+    html = _stamp_outputs(html)
     if folded == 0:
         log.warning(f"lab {page.file.src_uri} has no cell tagged {SOLUTION!r}")
 

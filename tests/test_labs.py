@@ -114,3 +114,12 @@ def test_a_lab_page_keeps_only_the_styles_its_markup_uses():
         '</style><div class="jupyter-wrapper"><div class="jp-Cell">x</div></div>'
     )
     assert lab_styles.prune_styles('<style>.jp-Launcher{margin: 0}</style><p class="x">y</p>') == '<p class="x">y</p>'
+
+
+def test_every_output_of_a_lab_is_stamped_with_the_environment_that_printed_it():
+    area = '<div class="jp-OutputArea jp-Cell-outputArea"><div class="jp-OutputArea-child"><pre>{}</pre></div></div>'
+    html = "<h1>Lab</h1>" + area.format("first") + "<p>prose</p>" + area.format("second")
+    stamped = labs._stamp_outputs(html)
+    assert stamped.count('<p class="execdocs-stamp">Output of this lab\'s run · ') == 2
+    assert stamped.index("first") < stamped.index("execdocs-stamp") < stamped.index("<p>prose</p>")
+    assert "torch " in stamped and "Python " in stamped

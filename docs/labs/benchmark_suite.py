@@ -165,13 +165,12 @@ print(f"{'batch':>6} | {'eager ms':>9} | {'compiled ms':>11} | {'speedup (10th-9
 for row in rows:
     print(f"{row['batch']:>6} | {row['eager_ms']:9.3f} | {row['compiled_ms']:11.3f} | "
           f"{row['speedup']:6.2f}x ({row['low']:.2f}-{row['high']:.2f})")  # fmt: skip
-compile_tools.print_stamp()
 
 # %% [markdown]
-# Read the table with its context: the versions and the device are on the last line. The spread
+# Read the table with its context: the device and the versions are under it. The spread
 # says how much to trust a speedup: where the 10th and 90th percentiles of the pairs fall on both
 # sides of 1, the table does not say which is faster. (The site's build runs this notebook on its
-# CPU, as the last line says; run it on your GPU to get your numbers.)
+# CPU, as the line under the table says; run it on your GPU to get your numbers.)
 #
 # Questions to ask of your table:
 #
