@@ -8,6 +8,7 @@ this page is about what Dynamo captures, not about Inductor.
 
 # execdocs: devices=cpu
 
+import itertools
 import re
 
 import torch
@@ -18,6 +19,9 @@ from debugging._llama import in_package, small_llama, tokens
 
 BREAK_AT = re.compile(r"^Graph break (?:\(user stack suppressed due to duplicate graph break\) )?in user code at (\S+)")
 RECOMPILE_REASON = re.compile(r"^- \d+/\d+: ")  # "- 19/0: tensor 'x' size mismatch at index 1. expected 16, actual 24"
+# One recompile: a frame whose cached graphs' guards all failed; it lists one guard failure per cached graph
+RECOMPILING = re.compile(r"^Recompiling function ")
+GAVE_UP = "Skipping the function and falling back to eager"
 
 
 model = small_llama()
@@ -47,16 +51,18 @@ with compile_tools.captured_logs(graph_breaks=True, recompiles=True) as log:
         calls.append((length, counter.frame_count - frames, log.getvalue()[start:]))
 for length, frames, text in calls:
     lines = text.splitlines()
-    breaks = [in_package(match.group(1)) for line in lines if (match := BREAK_AT.match(line))]
-    recompiled = [line.strip() for line in lines if RECOMPILE_REASON.match(line.strip())]
+    # each break message: its place, and whether its reason (the next line) says Dynamo gave up on the frame
+    breaks = [(in_package(match.group(1)), GAVE_UP in reason)
+              for line, reason in itertools.pairwise([*lines, ""]) if (match := BREAK_AT.match(line))]
+    recompiles = sum(bool(RECOMPILING.match(line)) for line in lines)
+    failures = [line.strip() for line in lines if RECOMPILE_REASON.match(line.strip())]
     print(f"call with {length} tokens: {frames} frames compiled, {len(breaks)} graph-break messages, "
-          f"{len(recompiled)} recompiles")  # fmt: skip
-    for place in sorted(set(breaks), key=breaks.index):
-        print(f"  graph break x{breaks.count(place)} at {place}")
-    if skipped := text.count("Skipping the function and falling back to eager"):
-        print(f"  of those, {skipped} gave up on a whole frame: 'Skipping the function and falling back to eager'")
-    if recompiled:
-        print(f"  first recompile's reason: {recompiled[0]}")
+          f"{recompiles} recompiles ({len(failures)} guard failures listed)")  # fmt: skip
+    for place in sorted({place for place, _ in breaks}, key=[place for place, _ in breaks].index):
+        here = [gave_up for at, gave_up in breaks if at == place]
+        print(f"  graph break x{len(here)} at {place}, {sum(here)} of them gave up on the whole frame")
+    if failures:
+        print(f"  first recompile's reason: {failures[0]}")
 # --8<-- [end:logs]
 first, second, third = calls
 assert first[1] == report.graph_count, "the real run compiles the frames explain counted"
@@ -64,6 +70,7 @@ assert "is_initialized == False" in first[2], "a recompile inside the first call
 assert second[1] == 0 and second[2] == "", "the logs say nothing when Dynamo compiles nothing"
 assert third[1] > 0 and "size mismatch" in third[2], "a longer sequence: a recompile for every frame that guards on it"
 assert first[2].count("Graph break") > len(report.break_reasons), "the logs print every break tracing meets"
+assert first[2].count(GAVE_UP) == 4, "four break messages gave up on their whole frame"
 assert "output_capturing.py" in first[2] and "output_capturing.py" not in str(report.break_reasons), (
     "the logs show breaks that explain does not list"
 )
