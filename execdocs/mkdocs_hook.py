@@ -6,7 +6,8 @@
 - on_pre_build: run missing or stale examples (two at a time), then fail the build with one
   sentence per problem, naming the page, the block and the example's file:line.
 - on_files: publish every stored result
-  (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link;
+  (with the files its example wrote) at outputs/<device>/<chapter>/<topic>.json for pages to link, and
+  every example script and helper at examples/, for readers to download;
   then hash the build's inputs, so that each page's render and search entries come from
   .cache/pages/ while nothing that goes into them changed (execdocs/page_cache.py).
 - on_page_content: code blocks left out of the search index, and made keyboard-scrollable
@@ -26,7 +27,7 @@ from mkdocs.structure.files import File
 from execdocs import labs, page_cache, reader_html, runner, store
 from execdocs.environment import PREVIEW_ENV, can_run, machine_device, machine_stamp, preview
 from execdocs.examples import all_examples
-from execdocs.layout import DEVICES
+from execdocs.layout import DEVICES, EXAMPLES
 from execdocs.markdown_blocks import blocks
 from execdocs.pages import PageError, all_references, default_device, is_recording_gap, problem
 from execdocs.render import VERSIONS_HREF
@@ -84,6 +85,10 @@ def on_files(files, config):
             files.append(File.generated(config, f"outputs/{device}/{example.name}.json", content=store.as_json(result)))
             for path, text in result.artifacts.items():
                 files.append(File.generated(config, f"outputs/{device}/{example.name}/{path}", content=text))
+    for path in sorted(EXAMPLES.rglob("*.py")):  # every script and helper a page names, for readers to download
+        if "__pycache__" not in path.parts:
+            site_path = f"examples/{path.relative_to(EXAMPLES).as_posix()}"
+            files.append(File.generated(config, site_path, abs_src_path=str(path)))
     files = labs.prepare_files(files, config)
     page_cache.start_build(config, files)
     return files
