@@ -46,11 +46,14 @@ def drawing_path(key: str, palette: str) -> Path:
     return DRAWINGS / f"{key}.{palette}.svg"
 
 
+def is_drawn(text: str) -> bool:
+    return all(drawing_path(drawing_key(text), palette).is_file() for palette in THEMES)
+
+
 def fence(source, language, class_name, options, md, **kwargs) -> str:
     """superfences' formatter for ```mermaid: both committed drawings, each shown in its palette."""
-    key = drawing_key(source)
-    paths = {palette: drawing_path(key, palette) for palette in THEMES}
-    if not all(path.is_file() for path in paths.values()):
+    paths = {palette: drawing_path(drawing_key(source), palette) for palette in THEMES}
+    if not is_drawn(source):
         first_line = source.strip().splitlines()[0] if source.strip() else ""
         raise DiagramError(
             f"the mermaid diagram starting {first_line!r} has no drawing in {relative(DRAWINGS)}/: "
@@ -77,7 +80,7 @@ def undrawn() -> list[str]:
     return [
         f"{where}: this mermaid diagram has no drawing in {relative(DRAWINGS)}/; run `{DRAW_COMMAND}` and commit it"
         for where, text in diagrams_in_docs()
-        if not all(drawing_path(drawing_key(text), palette).is_file() for palette in THEMES)
+        if not is_drawn(text)
     ]
 
 
@@ -129,11 +132,7 @@ def main() -> int:
     """Draw what has no drawing, and delete the drawings no diagram uses any more."""
     diagrams = diagrams_in_docs()
     wanted = {drawing_key(text) for _, text in diagrams}
-    to_draw = [
-        (where, text)
-        for where, text in diagrams
-        if not all(drawing_path(drawing_key(text), palette).is_file() for palette in THEMES)
-    ]
+    to_draw = [(where, text) for where, text in diagrams if not is_drawn(text)]
     try:
         drawings = draw(to_draw) if to_draw else {}
     except DiagramError as error:

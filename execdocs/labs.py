@@ -173,13 +173,10 @@ def _stamp_outputs(html: str) -> str:
     """Under each cell's output, the environment that printed it: this build's, which the render cache is keyed by
     (`configure`), so a cached page's outputs were printed by the same device, torch, triton and Python."""
     from execdocs.environment import machine_device, machine_stamp
+    from execdocs.render import environment_line
 
-    stamp = machine_stamp()
-    where = "CPU" if machine_device() == "cpu" else stamp["gpu"]
-    parts = [where, f"torch {stamp['torch']}", f"Python {stamp['python']}"]
-    if machine_device() == "cuda":
-        parts += [f"triton {stamp['triton']}", f"CUDA {stamp['cuda']}"]
-    line = f'<p class="execdocs-stamp">Output of this lab\'s run · {" · ".join(parts)}</p>'
+    environment = environment_line(machine_device(), machine_stamp())
+    line = f'<p class="execdocs-stamp">Output of this lab\'s run · {environment}</p>'
     out, position = [], 0
     while match := _OUTPUT_AREA.search(html, position):
         end = _div_end(html, match.start(), "an output")

@@ -50,20 +50,28 @@ def fenced(text: str, lang: str) -> str:
 
 
 def device_name(result: Result) -> str:
-    if result.device != "cuda":
+    return _device_name(result.device, result.stamp)
+
+
+def _device_name(device: str, stamp: dict) -> str:
+    if device != "cuda":
         return "CPU"
-    gpu = result.stamp["gpu"].removeprefix("NVIDIA ")
-    return f"{result.stamp['gpus']}× {gpu} ({result.stamp['link']})" if "gpus" in result.stamp else gpu
+    gpu = stamp["gpu"].removeprefix("NVIDIA ")
+    return f"{stamp['gpus']}× {gpu} ({stamp['link']})" if "gpus" in stamp else gpu
 
 
-def stamp_line(result: Result) -> str:
-    stamp = result.stamp
-    parts = [device_name(result), f"torch {stamp['torch']}", f"Python {stamp['python']}"]
-    if result.device == "cuda":
+def environment_line(device: str, stamp: dict) -> str:
+    """The device and the versions that printed an output: "CPU · torch 2.13.0 · Python 3.11.7"."""
+    parts = [_device_name(device, stamp), f"torch {stamp['torch']}", f"Python {stamp['python']}"]
+    if device == "cuda":
         parts += [f"triton {stamp['triton']}", f"CUDA {stamp['cuda']}"]
     if "nccl" in stamp:
         parts.append(f"NCCL {stamp['nccl']}")
-    return " · ".join(parts + [stamp["date"]])
+    return " · ".join(parts)
+
+
+def stamp_line(result: Result) -> str:
+    return f"{environment_line(result.device, result.stamp)} · {result.stamp['date']}"
 
 
 def recorded_title(result: Result) -> str:
