@@ -181,6 +181,11 @@ def _first_run_number(sections: dict[str, str], place: Place, located: str) -> t
     lines = sections.get(section, "").splitlines()
     if not lines:
         return None, f"the first run printed nothing in section '{section}'"
+    # A table sorted by a measured column puts its rows in another order in each run: the line whose
+    # words are the recording's, if the section has exactly one, is the same quantity.
+    same_words = [index for index, text in enumerate(lines) if _words(text) == _words(located)]
+    if line < len(lines) and _words(lines[line]) != _words(located) and len(same_words) == 1:
+        line = same_words[0]
     if line >= len(lines):
         return None, f"the first run's section '{section}' has only {len(lines)} lines"
     numbers = numbers_on(lines[line])

@@ -2,7 +2,7 @@
 
     ```python exec="on" html="true"
     from execdocs import show_reproduction
-    show_reproduction("benchmarking")
+    show_reproduction("benchmarking")             # or one example: "benchmarking/zoo_inference"
     ```
 
 One table for each example with a recording on the device: every number its pages quote as they
@@ -69,15 +69,16 @@ def example_html(example: Example, device: str) -> str:
     return f'<p>{name}: {summary(found)}.</p>{table}\n<p class="execdocs-stamp">{_runs(report)}</p>'
 
 
-def show_reproduction(chapter: str, device: str = "cuda") -> None:
-    """For each example of the chapter recorded on `device`, both runs' numbers for every number its pages quote."""
+def show_reproduction(name: str, device: str = "cuda") -> None:
+    """For one example (`chapter/topic`), or each example of a chapter, recorded on `device`: both runs' numbers
+    for every number its pages quote."""
     examples = [
         example
         for example in all_examples()
-        if example.chapter == chapter
+        if name in (example.chapter, example.name)
         and (example.devices == (device,) or store.load_committed(example, device) is not None)
     ]
     if not examples:
-        print_to_block(f"<p>No example of the chapter {escape(chapter)!r} has a {escape(device)} recording.</p>")
+        print_to_block(f"<p>No example named or of the chapter {escape(name)!r} has a {escape(device)} recording.</p>")
         return
     print_to_block("\n".join(example_html(example, device) for example in examples))

@@ -14,6 +14,7 @@ import pytest
 
 from execdocs import store
 from execdocs.layout import DOCS, relative
+from execdocs.moved_numbers import first_run_numbers
 from execdocs.pages import page_references
 from execdocs.prose_numbers import prose, quoted_numbers
 
@@ -21,8 +22,11 @@ CITATION_LINE = re.compile(r"\]\(https?://")
 
 
 def sources_of_numbers(path: Path) -> str:
-    """Everything a number in the prose may be quoted from: outputs, example sources, citing lines."""
-    texts = [line for line in path.read_text().splitlines() if CITATION_LINE.search(line)]
+    """Everything a number in the prose may be quoted from: outputs, example sources, citing lines, and the
+    first runs of the reproduction tables the page shows (the other end of a range of both runs)."""
+    markdown = path.read_text()
+    texts = [line for line in markdown.splitlines() if CITATION_LINE.search(line)]
+    texts.extend(first_run_numbers(markdown))
     for example in {reference.example for reference in page_references(path)}:
         texts.append(example.source)
         for device in ("cpu", "cuda"):

@@ -81,6 +81,15 @@ def test_a_line_whose_words_changed_never_agrees(tmp_path):
     assert not change.agrees and change.note == "the line reads differently in the first run: change  -19.67 launches"
 
 
+def test_a_row_that_moved_in_a_sorted_table_is_read_where_the_first_run_printed_it(tmp_path):
+    """A table sorted by a measured column lists its rows in another order in each run."""
+    second = dataclasses.replace(result(SECOND), sections={"timing": "GPT-2  11.40 ms\nBERT    5.28 ms"})
+    first = dataclasses.replace(result(FIRST), sections={"timing": "BERT    5.10 ms\nGPT-2  11.22 ms"})
+    found = {row.quoted: row for row in rows(make_report(first, second), second, [page_at(tmp_path)])}
+    assert (found["11.40"].first, found["11.40"].note) == (11.22, "")
+    assert (found["5.28"].first, found["5.28"].note) == (5.10, "")
+
+
 def test_the_page_states_its_tolerance_in_its_front_matter(tmp_path):
     eager = rows_by_number(tmp_path, "---\nreproduce_within: 1.5%\n---\n" + PAGE)["11.40"]
     assert eager.tolerance == 0.015 and not eager.agrees and eager.verdict == "no"

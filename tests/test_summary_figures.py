@@ -8,6 +8,7 @@ import pytest
 
 from execdocs import store
 from execdocs.layout import DOCS
+from execdocs.moved_numbers import first_run_numbers
 from execdocs.pages import page_references
 from execdocs.prose_numbers import figures, summary_prose
 from execdocs.render import ShowError, quoted_lines
@@ -18,8 +19,9 @@ PAGES = sorted(
 
 
 def shown_lines(path) -> str:
-    """The output lines the page shows: whole sections, or only the quoted lines of a show_quote."""
-    shown = []
+    """The output lines the page shows: whole sections, or only the quoted lines of a show_quote; and the first
+    runs' numbers of the reproduction tables it shows, the other end of a range of both runs."""
+    shown = sorted(first_run_numbers(path.read_text()))
     for reference in page_references(path):
         for device in ("cpu", "cuda"):
             result = store.load_committed(reference.example, device) if reference.shows_output else None

@@ -1,0 +1,125 @@
+"""Numbers a page quotes that moved between an example's two recordings, beyond the page's tolerance.
+
+A reader cannot tell a steady number from one that moved unless the page says so. So a quoted number
+that moved is written as the range of both runs ("0.190–0.394 ms", either order), on a page that shows
+both runs (`show_reproduction` naming the example or its chapter); or it is not quoted. A quoted number
+whose first run can't be read at the same place can't be checked: record the example again with
+`--twice`, or don't quote it.
+
+    python -m execdocs.moved_numbers                      # every page
+    python -m execdocs.moved_numbers docs/benchmarking/zoo.md
+"""
+
+import functools
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from execdocs import store
+from execdocs.examples import Example, all_examples
+from execdocs.layout import ROOT, relative
+from execdocs.prose_numbers import prose
+from execdocs.reproduction import load, quoting_pages, rows
+
+# A unit may follow each end of a range: "0.190 ms to 0.394 ms", "1.12-1.45x"
+UNIT = r"\s*(?:ms|s|µs|us|x|×|%|GB/s|GiB|MB|kB)?"
+SHOWN_REPRODUCTION = re.compile(r"show_reproduction\(\s*[\"']([^\"']+)[\"']")
+
+
+def quoted_as_range(text: str, one: str, other: str) -> bool:
+    """Whether the prose writes the two numbers as a range, in either order."""
+
+    def number(value: str) -> str:
+        return rf"(?<![\w.]){re.escape(value)}(?![\d])"
+
+    ends = [(one, other), (other, one)]
+    return any(re.search(number(a) + UNIT + r"\s*(?:–|-|to|and)\s*" + number(b), text) for a, b in ends)
+
+
+def shown_reproductions(markdown: str) -> set[str]:
+    """The chapters and examples whose two runs the page shows (`show_reproduction("...")`)."""
+    return set(SHOWN_REPRODUCTION.findall(markdown))
+
+
+def shows_both_runs(markdown: str, example: Example) -> bool:
+    return bool(shown_reproductions(markdown) & {example.name, example.chapter})
+
+
+@functools.cache
+def _first_run_numbers_of(example: Example) -> frozenset[str]:
+    """The first run's numbers that the reproduction table of the example shows, as the prose quotes them."""
+    shown = set()
+    for device in ("cuda", "cpu"):
+        report, recording = load(example, device), store.load_committed(example, device)
+        if report is not None and report.checked(recording):
+            shown |= {row.shown(row.first) for row in rows(report, recording, quoting_pages(example)) if row.first}
+    return frozenset(shown)
+
+
+def first_run_numbers(markdown: str) -> set[str]:
+    """The first-run numbers a page shows in its reproduction tables: a range of both runs may quote them."""
+    return {
+        number
+        for example in all_examples()
+        if shows_both_runs(markdown, example)
+        for number in _first_run_numbers_of(example)
+    }
+
+
+@dataclass(frozen=True)
+class MovedQuote:
+    page: str
+    example: str
+    quoted: str
+    first: str | None  # the first run's number as the prose would write it; None where it can't be read
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.page}: {self.quoted} ({self.example}) {self.problem}"
+
+
+def moved_quotes(pages: list[Path] | None = None) -> list[MovedQuote]:
+    """Every quoted number of these pages (all, by default) that moved and is not written as it must be."""
+    wanted = None if pages is None else {relative(path.resolve()) for path in pages}
+    found = []
+    for example in all_examples():
+        for device in ("cuda", "cpu"):
+            report = load(example, device)
+            recording = store.load_committed(example, device)
+            if report is None or not report.checked(recording):
+                continue  # re-recorded since: the reproduction table says so and names the command
+            for row in rows(report, recording, quoting_pages(example)):
+                if row.agrees or (wanted is not None and row.page not in wanted):
+                    continue
+                markdown = (ROOT / row.page).read_text()
+                if row.first is None or row.note:
+                    problem = f"can't be compared with the first run ({row.verdict}): "
+                    problem += "re-record with --twice or don't quote it"
+                    found.append(MovedQuote(row.page, example.name, row.quoted, None, problem))
+                    continue
+                first = row.shown(row.first)
+                tolerance = f"{100 * row.tolerance:g}%"
+                if not quoted_as_range(prose(markdown), row.quoted, first):
+                    problem = f"moved beyond {tolerance} from the first run's {first}: "
+                    problem += f"write it as the range {first}–{row.quoted} or don't quote it"
+                elif not shows_both_runs(markdown, example):
+                    problem = "is a range of both runs, but the page does not show them: "
+                    problem += f'add show_reproduction("{example.name}")'
+                else:
+                    continue
+                found.append(MovedQuote(row.page, example.name, row.quoted, first, problem))
+    return found
+
+
+def main() -> int:
+    pages = [Path(argument) for argument in sys.argv[1:]] or None
+    found = moved_quotes(pages)
+    for quote in found:
+        print(quote)
+    print(f"{len(found)} quoted numbers to fix" if found else "every quoted number that moved is a range of both runs")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
