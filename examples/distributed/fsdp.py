@@ -127,7 +127,11 @@ for how in ("whole model", "per block"):
     assert any("requires_grad" in reason for reason in results[f"Block layers (BlockMLP), {how}"]["recompiles"])
 assert all(result["collectives_in_graphs"] == 0 for result in results.values()), "FSDP2's hooks run eagerly"
 assert any("loop" in reason for reason in results["Block layers (BlockMLP), whole model"]["graph_breaks"])
-# Traceable FSDP2, the switch that let Dynamo trace the hooks and put the collectives in the graph, is gone:
+# --8<-- [start:traceable]
+# Traceable FSDP2, the switch that let Dynamo trace the hooks and put the collectives in the graph
+print(f"torch {torch.__version__}: torch._dynamo.config.skip_fsdp_hooks exists: "
+      f"{hasattr(torch._dynamo.config, 'skip_fsdp_hooks')}")  # fmt: skip
+# --8<-- [end:traceable]
 # torch 2.11 still had it (the Versions page's run under 2.11.0 checks this line), 2.13 and later do not.
 assert hasattr(torch._dynamo.config, "skip_fsdp_hooks") == (torch.__version__ < "2.13")
 for rank in ranks:
