@@ -121,7 +121,16 @@ compile_tools.print_lines(
     keep=lambda line: "Recompiling function" in line or "0/0:" in line,
     why_cut="how the other cache entries failed, and user stack traces",
 )
+print()
+print("the recompile for steps=3, every cache entry's first failed guard, in the order logged:")
+steps_recompile = recompile_log.split("Recompiling function")[4]
+entry_reasons = [
+    line.split("  #")[0].rstrip() for line in steps_recompile.splitlines() if line.lstrip().startswith("- 0/")
+]
+print("\n".join(entry_reasons))
 # --8<-- [end:recompiles]
+logged_ids = [int(line.split("0/")[1].split(":")[0]) for line in entry_reasons]
+assert logged_ids == [3, 2, 1, 0], f"one reason per existing entry, newest first: {logged_ids}"
 assert recompiled == [False, True, True, True, True, True], "each change recompiled, the repeated call did not"
 assert len(recorder.graphs) == 6, "five recompiles after the first compile"
 assert recompile_log.count("Recompiling function") == 5
@@ -143,6 +152,14 @@ compile_tools.print_lines(
     ),
     why_cut="the other guards of the new entry, which did not change, and the other recompile reasons",
 )
+print()
+for what, rows, cols in (("64 rows", 64, 4), ("1 row", 1, 4), ("16 rows, 5 columns", 16, 5)):
+    takers = [
+        str(entry.compile_id)
+        for entry in _debug_get_cache_entry_list(scaled_relu)
+        if entry.guard_manager.check(dict(first_call, x=torch.randn(rows, cols)))
+    ]
+    print(f"x with {what:20} accepted by cache entries: {', '.join(takers) or 'none'}")
 # --8<-- [end:shape-guards]
 assert recompiled[-3:] == [True, False, False], "16 rows recompiled; 32 rows and the first arguments did not"
 assert len(recorder.graphs) == 7 and torch._dynamo.config.automatic_dynamic_shapes
