@@ -13,9 +13,12 @@ from _program import block, make_inputs
 import compile_tools
 
 torch.manual_seed(0)
-# Inductor writes C++ for the thread count it sees: with one thread, no OpenMP at all. Fix the count
-# so that every machine, and a build that runs examples side by side with one thread each, shows this code.
+# --8<-- [start:threads]
+# Inductor writes C++ for the thread count it sees. Fix the count, so that every machine shows this code.
 torch.set_num_threads(4)
+print("threads:", torch.get_num_threads())
+print("config.cpp.min_chunk_size:", torch._inductor.config.cpp.min_chunk_size)
+# --8<-- [end:threads]
 cpu = torch.device("cpu")
 inputs = make_inputs(cpu)  # the CPU sizes: x is 2048 x 196, logits 256 x 4096
 
@@ -71,3 +74,29 @@ assert "local_buffer_data_0" in softmax_part, "the exponentials of one row stay 
 assert "max_masked_reduce" in softmax_part and "sum_masked_reduce" in softmax_part, "partial vectors reduced with masks"
 assert re.search(r"loadu\(.*, static_cast<int64_t>\(4L\)\)", softmax_part), "the tail loads only the last 4 floats"
 assert "tmp_acc0_vec" in reductions_source and "vec_reduce_all" in reductions_source, "vector accumulators"
+# 256 results over 4 threads: too little work per thread to open a parallel loop for them
+assert 256 // torch.get_num_threads() < torch._inductor.config.cpp.min_chunk_size
+
+# --8<-- [start:tail]
+# The lines of the softmax's reductions that the skeleton cut: the masked tail, and the end of a row.
+wanted = ("x0, 4L);", "max_masked_reduce", "sum_masked_reduce", "tmp_acc0 + at::vec::vec_reduce_all")
+shown = set()
+for line in softmax_part.splitlines():
+    line = readable(line).strip()
+    for text in wanted:
+        if text in line and text not in shown:
+            shown.add(text)
+            print(line)
+# --8<-- [end:tail]
+assert shown == set(wanted), shown
+
+# --8<-- [start:one-thread]
+torch.set_num_threads(1)
+torch._dynamo.reset()
+one_thread_wrapper, *_ = compile_tools.generated_code(torch.compile(block), *inputs)
+for name in compile_tools.kernel_names(one_thread_wrapper):
+    source = compile_tools.kernel_source(one_thread_wrapper, name)
+    print(f"{name}: pragmas {sorted({line.strip() for line in source.splitlines() if '#pragma' in line})}")
+torch.set_num_threads(4)
+# --8<-- [end:one-thread]
+assert "#pragma omp" not in one_thread_wrapper, "one thread: no OpenMP"
