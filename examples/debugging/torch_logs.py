@@ -5,6 +5,7 @@ Inductor generates C++ here, also on a GPU machine. Each artifact is captured on
 `compile_tools.captured_logs(name=True)`, the in-process form of `TORCH_LOGS="name"`.
 """
 
+import json
 import logging
 import re
 
@@ -58,11 +59,18 @@ assert text.count("Step 2: calling compiler function inductor") == 4, "one Induc
 
 # --8<-- [start:graph-breaks]
 text = capture({"graph_breaks": True})
+# The user code traceback starts with the frames that started this script (Python's runpy and, in the site's
+# build, the example runner): printed from this file's first frame on.
+lines = text.splitlines()
+top = lines.index("User code traceback:") + 1
+own = next(i for i in range(top, len(lines)) if 'torch_logs.py", line' in lines[i])
+frames = lines[:top] + lines[own:]
 compile_tools.print_lines(
-    text,
+    "\n".join(frames),
     keep=lambda line: not line.startswith((" For more details", "  Developer debug")),
     why_cut="the link to the graph-break site and Dynamo's developer context",
 )
+print(f"(and {own - top} lines above this script's first frame: the frames that started it)")
 # --8<-- [end:graph-breaks]
 assert text.count("Graph break in user code") == 1 and "torch._dynamo.graph_break()" in text
 assert "User code traceback" in text, "the break comes with the user's stack"
@@ -81,7 +89,10 @@ compile_tools.print_lines(
     keep=lambda line: "TENSOR_MATCH" in line or line.startswith("GUARDS"),
     why_cut="the tree's other guards: global state, ids of `torch` and its functions, dynamic-shape markers",
 )
+global_state = json.loads(re.search(r"GLOBAL_STATE: ___check_global_state\(\) against (\{.*\})", text).group(1))
+print(f"of those cut, GLOBAL_STATE (once per frame) compares: {', '.join(global_state)}")
 # --8<-- [end:guards]
+assert {"grad_mode", "num_threads", "default_dtype", "autocast_state"} <= set(global_state)
 assert text.count("GUARDS:") == 2, "one guard set per compiled frame"
 assert text.count("TENSOR_MATCH") >= 2 and "torch.float32" in text and "size=[8, 16]" in text
 
@@ -95,6 +106,9 @@ compile_tools.print_lines(
 )
 # --8<-- [end:aot-graphs]
 assert text.count("Forward graph") == 2, "one AOT graph per Dynamo graph; no backward, nothing requires grad"
+# AOTAutograd numbers its graphs across the process (AOT_COUNTER), and torch._dynamo.reset() does not restart the
+# count: the captures above compiled 4 + 2 + 4 + 2 graphs, numbered 0 to 11.
+assert "Forward graph 12 " in text
 assert "torch.ops.aten.sum.dim_IntList" in text and "torch.ops.aten.mm.default" in text
 
 # --8<-- [start:output-code]
@@ -115,13 +129,11 @@ assert text.count("async_compile.cpp") == 2 and "triton" not in kernels[0]
 
 # --8<-- [start:fusion]
 text = capture({"fusion": True})
-short = "\n".join(line[:100] for line in text.splitlines())
-compile_tools.print_lines(
-    short,
-    keep=lambda line: not line.startswith("  OuterLoop"),
-    why_cut="the fused node after fusion, printed again in full (lines cut at 100 characters)",
-)
+print("\n".join(line[:100] for line in text.splitlines() if line.strip()))  # each line cut at 100 characters
 # --8<-- [end:fusion]
+# After "fusion complete", one more fuse_nodes_once round: the one that may reorder loops to fuse (scheduler.py)
+assert torch._inductor.config.loop_ordering_after_fusion and text.count("fuse_nodes_once, candidates:") == 4
+assert re.search(r"^  OuterLoopFusedSchedulerNode", text, re.M), "the fused node, a candidate of that last round"
 assert text.count("fusing op0 with op1") == 1, "only the reduction and the division fuse"
 assert "OuterLoopFusedSchedulerNode" in text, "CPU's outer-loop fusion"
 assert "ExternKernelSchedulerNode" in text and "fused 2 nodes into 2 nodes" in text, "mm does not fuse"
