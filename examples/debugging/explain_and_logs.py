@@ -17,11 +17,13 @@ from torch._dynamo.testing import CompileCounter
 import compile_tools
 from debugging._llama import in_package, small_llama, tokens
 
+# --8<-- [start:patterns]
 BREAK_AT = re.compile(r"^Graph break (?:\(user stack suppressed due to duplicate graph break\) )?in user code at (\S+)")
 RECOMPILE_REASON = re.compile(r"^- \d+/\d+: ")  # "- 19/0: tensor 'x' size mismatch at index 1. expected 16, actual 24"
 # One recompile: a frame whose cached graphs' guards all failed; it lists one guard failure per cached graph
 RECOMPILING = re.compile(r"^Recompiling function ")
 GAVE_UP = "Skipping the function and falling back to eager"
+# --8<-- [end:patterns]
 
 
 model = small_llama()
@@ -48,8 +50,10 @@ with compile_tools.captured_logs(graph_breaks=True, recompiles=True) as log:
     for length in (16, 16, 24):  # the same shape twice, then a longer sequence
         start, frames = len(log.getvalue()), counter.frame_count
         compiled(input_ids=tokens(length), output_attentions=True)
-        calls.append((length, counter.frame_count - frames, log.getvalue()[start:]))
-for length, frames, text in calls:
+        # Dynamo numbers each code object it starts on (the "12" of "12/0"), whether a graph comes of it or not
+        numbered = torch._dynamo.convert_frame.FRAME_COUNTER
+        calls.append((length, counter.frame_count - frames, log.getvalue()[start:], numbered))
+for length, frames, text, numbered in calls:
     lines = text.splitlines()
     # each break message: its place, and whether its reason (the next line) says Dynamo gave up on the frame
     breaks = [(in_package(match.group(1)), GAVE_UP in reason)
@@ -57,7 +61,7 @@ for length, frames, text in calls:
     recompiles = sum(bool(RECOMPILING.match(line)) for line in lines)
     failures = [line.strip() for line in lines if RECOMPILE_REASON.match(line.strip())]
     print(f"call with {length} tokens: {frames} frames compiled, {len(breaks)} graph-break messages, "
-          f"{recompiles} recompiles ({len(failures)} guard failures listed)")  # fmt: skip
+          f"{recompiles} recompiles ({len(failures)} guard failures listed); frames numbered so far: {numbered}")  # fmt: skip
     for place in sorted({place for place, _ in breaks}, key=[place for place, _ in breaks].index):
         here = [gave_up for at, gave_up in breaks if at == place]
         print(f"  graph break x{len(here)} at {place}, {sum(here)} of them gave up on the whole frame")
@@ -65,6 +69,7 @@ for length, frames, text in calls:
         print(f"  first recompile's reason: {failures[0]}")
 # --8<-- [end:logs]
 first, second, third = calls
+assert first[3] > first[1], "more frames numbered than compiled: frames Dynamo gave up on, or that made no graph"
 assert first[1] == report.graph_count, "the real run compiles the frames explain counted"
 assert "is_initialized == False" in first[2], "a recompile inside the first call: the KV cache changed state"
 assert second[1] == 0 and second[2] == "", "the logs say nothing when Dynamo compiles nothing"
@@ -76,7 +81,8 @@ assert "output_capturing.py" in first[2] and "output_capturing.py" not in str(re
 )
 
 # --8<-- [start:message]
-message = first[2][first[2].index("Graph Break Reason") :]
+first_log = calls[0][2]  # what the logs printed during the first call
+message = first_log[first_log.index("Graph Break Reason") :]
 print(message[: message.index("For more details")].strip())
 # --8<-- [end:message]
 assert "`torch._dynamo.config.ignore_logging_functions`" in message, "the hint names the setting"
@@ -95,6 +101,10 @@ for attention in ("sdpa", "eager"):
     print(f"attn_implementation={attention!r}: {len(weights)} attention-weight tensors returned")
 fixed = torch._dynamo.explain(small_llama("eager"))(input_ids=tokens(16), output_attentions=True)
 print(f"attn_implementation='eager', explain: {fixed.graph_count} graphs, {len(fixed.break_reasons)} break reasons")
+with compile_tools.captured_logs(graph_breaks=True) as log:
+    torch.compile(small_llama("eager"), backend="eager")(input_ids=tokens(16), output_attentions=True)
+fixed_breaks = [in_package(match.group(1)) for line in log.getvalue().splitlines() if (match := BREAK_AT.match(line))]
+print(f"attn_implementation='eager', the graph_breaks log: {len(fixed_breaks)} messages, at {sorted(set(fixed_breaks))}")
 # --8<-- [end:the-fix]
 assert len(small_llama("sdpa")(input_ids=tokens(16), output_attentions=True).attentions) == 0, "sdpa: none"
 assert fixed.graph_count < report.graph_count and not fixed.break_reasons, "no more break in the attention"
