@@ -7,6 +7,8 @@ its own on this machine's CPU (this same file, started with the argument `rank`)
 # execdocs: devices=cpu
 
 import copy
+import math
+import re
 import sys
 import time
 
@@ -16,7 +18,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import compile_tools
 from distributed import _ranks
-from distributed._collectives_in_code import collectives, with_all_reduces
+from distributed._collectives_in_code import ALL_REDUCE, collectives, with_all_reduces
 from distributed._mlp import MLP, WIDTH
 
 started = time.perf_counter()
@@ -49,6 +51,29 @@ def inductor_keeping(graphs: list):
         return compile_fx(gm, example_inputs)
 
     return backend
+
+
+def all_reduce_sizes(output_code: str) -> list[int]:
+    """The number of elements each all-reduce in Inductor's code reduces, in the order the code issues them: the
+    size of the buffer it is given, found where the code allocates it or views another buffer as it."""
+    defined = {}
+    for line in output_code.splitlines():
+        if match := re.match(r"\s+(buf\d+) = (?:empty_strided_\w+|reinterpret_tensor)\((?:buf\d+, )?\(([\d, ]+)\)", line):
+            defined[match[1]] = math.prod(int(d) for d in match[2].split(",") if d.strip())
+        elif match := re.match(r"\s+(buf\d+) = (buf\d+); del", line):  # a buffer reused under a new name
+            defined[match[1]] = defined.get(match[2])
+    issued = [line.split(ALL_REDUCE)[1].split(",")[0] for line in output_code.splitlines() if ALL_REDUCE in line]
+    return [defined.get(buffer) for buffer in issued]
+
+
+def operations(graph) -> str:
+    """The operations of one of Dynamo's graphs, by name, each once."""
+    names = (
+        node.target if isinstance(node.target, str) else getattr(node.target, "__name__", repr(node.target))
+        for node in graph.graph.nodes
+        if node.op.startswith("call")
+    )
+    return ", ".join(repr(name) if " " in name else name for name in dict.fromkeys(names))
 
 
 def work(rank: int, world_size: int) -> dict:
@@ -84,6 +109,8 @@ def work(rank: int, world_size: int) -> dict:
             "all_reduce_nodes": sum("all_reduce" in str(node.target) for graph in graphs for node in graph.graph.nodes),
             **(collectives(backward_code[0]) if backward_code else {"all_reduces": 0, "kernels_before_wait": []}),
             "first_step_s": seconds[0],
+            "all_reduce_sizes": all_reduce_sizes(backward_code[0]) if backward_code else [],
+            "graph_operations": [operations(graph) for graph in graphs],
         }
     configure("eager DDP")
     reference = gradients["eager DDP"]
@@ -115,6 +142,16 @@ for label, key, fmt in rows:
 between = results["compiled autograd"]["kernels_before_wait"]
 print(f"compiled autograd: kernels run between each all-reduce and its wait, in Inductor's code: {between}")
 # --8<-- [end:compare]
+# --8<-- [start:buckets]
+sizes = results["compiled autograd"]["all_reduce_sizes"]
+print(f"compiled autograd: numbers each all-reduce in Inductor's code reduces, in the order issued: {sizes}")
+print("DDPOptimizer: the operations of each of Dynamo's graphs, in the order compiled:")
+for number, names in enumerate(results["DDPOptimizer"]["graph_operations"], 1):
+    print(f"  graph {number}: {names}")
+# --8<-- [end:buckets]
+layer = WIDTH * WIDTH + WIDTH
+assert sum(sizes) == len(MLP().layers) * layer, "every gradient is reduced, once"
+assert sorted(sizes) == [WIDTH, WIDTH * WIDTH] + [layer] * (len(sizes) - 2), "a weight and a bias per bucket, but two"
 compiled = results["compiled autograd"]
 assert compiled["backward_captures"] == 1, "compiled autograd captured the backward once"
 assert compiled["all_reduce_nodes"] == 2 * len(MLP().layers), "one all_reduce per parameter, in the graph"
