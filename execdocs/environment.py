@@ -20,9 +20,9 @@ DEVICE_ENV = "EXECDOCS_DEVICE"  # force a device kind, e.g. to build the CPU sit
 PREVIEW_ENV = "EXECDOCS_PREVIEW"
 
 _ASK_TORCH = """
-import json, torch, compile_tools
-print(json.dumps({"device": "cuda" if torch.cuda.is_available() else "cpu",
-                  "gpus": torch.cuda.device_count(), "stamp": compile_tools.environment_stamp()}))
+import json, torch, compile_tools, host_yardstick
+print(json.dumps({"device": "cuda" if torch.cuda.is_available() else "cpu", "gpus": torch.cuda.device_count(),
+                  "stamp": compile_tools.environment_stamp(), "host": host_yardstick.host_cpu()}))
 """
 
 
@@ -63,6 +63,29 @@ def machine_device() -> str:
 def machine_stamp() -> dict[str, str]:
     """The versions of this machine (the date is the day the cache was filled, so the footer restamps it)."""
     return _machine()["stamp"]
+
+
+def machine_host() -> str:
+    """This machine's CPU model and the cores a process may use (examples/host_yardstick.py)."""
+    return _machine()["host"]
+
+
+def host_yardstick(python: str = sys.executable) -> dict[str, str]:
+    """What a GPU recording's stamp adds about the host: how long a small op and a small compiled call take
+    it to launch, in microseconds (examples/host_yardstick.py, in a fresh process, right after the example)."""
+    answer = subprocess.run(
+        [python, str(EXAMPLES / "host_yardstick.py"), "--json"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    measured = json.loads(answer.stdout.strip().splitlines()[-1])
+    return {
+        "host_small_op_us": f"{measured['small_op_us']['median']:.1f}",
+        "host_small_compiled_call_us": f"{measured['small_compiled_call_us']['median']:.1f}",
+    }
 
 
 def machine_gpus() -> int:

@@ -172,10 +172,10 @@ def _fold_solutions(html: str) -> tuple[str, int]:
 def _stamp_outputs(html: str) -> str:
     """Under each cell's output, the environment that printed it: this build's, which the render cache is keyed by
     (`configure`), so a cached page's outputs were printed by the same device, torch, triton and Python."""
-    from execdocs.environment import machine_device, machine_stamp
+    from execdocs.environment import machine_device, machine_host, machine_stamp
     from execdocs.render import environment_line
 
-    environment = environment_line(machine_device(), machine_stamp())
+    environment = environment_line(machine_device(), {**machine_stamp(), "host": machine_host()})
     line = f'<p class="execdocs-stamp">Output of this lab\'s run · {environment}</p>'
     out, position = [], 0
     while match := _OUTPUT_AREA.search(html, position):

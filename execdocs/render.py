@@ -67,7 +67,17 @@ def environment_line(device: str, stamp: dict) -> str:
         parts += [f"triton {stamp['triton']}", f"CUDA {stamp['cuda']}"]
     if "nccl" in stamp:
         parts.append(f"NCCL {stamp['nccl']}")
+    if "host" in stamp:
+        parts.append(f"host {stamp['host']}{_host_speed(stamp)}")
     return " · ".join(parts)
+
+
+def _host_speed(stamp: dict) -> str:
+    """The host yardstick of a GPU recording (examples/host_yardstick.py): launch-bound times scale with it."""
+    if "host_small_op_us" not in stamp:
+        return ""
+    op, call = stamp["host_small_op_us"], stamp["host_small_compiled_call_us"]
+    return f" (launches a small op in {op} µs, a small compiled call in {call} µs)"
 
 
 def stamp_line(result: Result) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from execdocs import store
-from execdocs.environment import can_run, child_env, machine_device, machine_stamp
+from execdocs.environment import can_run, child_env, host_yardstick, machine_device, machine_host, machine_stamp
 from execdocs.examples import Example, content_key
 from execdocs.layout import LOCKS, ROOT, relative, run_dir
 from execdocs.store import Result
@@ -61,9 +61,27 @@ def run_now(example: Example, device: str, keep: bool = True, python: str = sys.
             result = _crash_result(example, device, crashed, stderr)
         else:
             result = Result(**json.loads(destination.read_text()))
+    result.stamp["host"] = machine_host()
+    if device == "cuda" and result.ok:
+        result = _with_host_yardstick(result, python)
     if keep:
         store.save(result)
     log.info(f"ran {example.described} on {device} in {result.seconds:.1f} s: {'ok' if result.ok else 'FAILED'}")
+    return result
+
+
+def _with_host_yardstick(result: Result, python: str) -> Result:
+    """The GPU result with the host's speed at launching work added to its stamp; a failed result if the
+    yardstick could not be measured, since a GPU recording's timings can't be read without it."""
+    try:
+        result.stamp.update(host_yardstick(python))
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, ValueError, KeyError) as error:
+        stderr = getattr(error, "stderr", "") or ""
+        result.error = {
+            "summary": f"the example ran, but the host yardstick (examples/host_yardstick.py) failed: {error}",
+            "location": "examples/host_yardstick.py",
+            "traceback": stderr[-5000:] if isinstance(stderr, str) else "",
+        }
     return result
 
 

@@ -18,7 +18,8 @@ class Result:
     device: str
     key: str  # content_key(inputs) when the example ran
     inputs: list[str]  # the example and every local module it imported
-    stamp: dict[str, str]  # python, torch, triton, cuda, gpu, date
+    # python, torch, triton, cuda, gpu, date; the host CPU; on a GPU, the host yardstick (host_small_*_us)
+    stamp: dict[str, str]
     sections: dict[str, str] = field(default_factory=dict)  # section name -> what it printed
     error: dict[str, str] | None = None  # summary, location ("examples/x.py:12") and traceback
     seconds: float = 0.0

@@ -1,8 +1,10 @@
 """The small parsers the pipeline rests on."""
 
+import subprocess
+
 import pytest
 
-from execdocs import record
+from execdocs import record, runner
 from execdocs.examples import Example, ExampleError
 from execdocs.markdown_blocks import blocks
 from execdocs.pages import include_target, page_references, record_command
@@ -156,6 +158,29 @@ def test_a_stamp_of_several_gpus_names_them_the_link_and_nccl():
         == "2× H200 (NV18) · torch 2.11.0 · Python 3.12.3 · triton 3.6.0 · CUDA 13.0 · NCCL 2.28.9 · 2026-11-26"
     )
     assert recorded_title(result).startswith("Recorded on 2× NVIDIA H200 with torch 2.11.0")
+
+
+def test_a_stamp_names_the_host_and_on_a_gpu_how_fast_it_launches():
+    stamp = {"python": "3.12.3", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": "NVIDIA H100 80GB HBM3",
+             "date": "2026-11-27", "host": "Intel(R) Xeon(R) Platinum 8480+, 16 cores"}  # fmt: skip
+    cpu = Result("demo/example", "cpu", "key", [], {**stamp, "gpu": "none", "cuda": "none"})
+    assert stamp_line(cpu).endswith("· host Intel(R) Xeon(R) Platinum 8480+, 16 cores · 2026-11-27")
+    yardstick = {"host_small_op_us": "5.8", "host_small_compiled_call_us": "21.3"}
+    gpu = Result("demo/example", "cuda", "key", [], {**stamp, **yardstick})
+    assert stamp_line(gpu).endswith(
+        "· host Intel(R) Xeon(R) Platinum 8480+, 16 cores "
+        "(launches a small op in 5.8 µs, a small compiled call in 21.3 µs) · 2026-11-27"
+    )
+
+
+def test_a_gpu_result_whose_host_yardstick_fails_is_a_failure(monkeypatch):
+    def failing(python):
+        raise subprocess.CalledProcessError(1, ["python"], stderr="RuntimeError: no CUDA GPUs are available")
+
+    monkeypatch.setattr(runner, "host_yardstick", failing)
+    result = runner._with_host_yardstick(Result("demo/example", "cuda", "key", [], {}), "python")
+    assert not result.ok and "the host yardstick (examples/host_yardstick.py) failed" in result.error["summary"]
+    assert "no CUDA GPUs" in result.error["traceback"]
 
 
 def test_record_refuses_an_example_that_needs_more_gpus_before_running_anything(monkeypatch):
