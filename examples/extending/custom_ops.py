@@ -34,8 +34,13 @@ x = torch.randn(64)
 torch._dynamo.reset()
 report = torch._dynamo.explain(layer)(x)
 print(f"explain: {report.graph_count} graphs, {report.graph_break_count} graph breaks")
+for number, graph in enumerate(report.graphs, 1):
+    calls = [node.target if node.op == "call_method" else node.target.__name__
+             for node in graph.graph.nodes if node.op in ("call_function", "call_method")]
+    print(f"  graph {number}: {calls}")
+print(f"  {len(report.break_reasons)} break reasons recorded, distinct:")
 for reason in sorted({reason.reason.splitlines()[0] for reason in report.break_reasons}):
-    print("  reason:", reason)
+    print("    ", reason)
 try:
     torch.compile(layer, fullgraph=True, backend="eager")(x)
     numpy_error = None
@@ -107,8 +112,11 @@ torch._dynamo.reset()
 compiled = torch.compile(layer_op, fullgraph=True)
 wrapper, *_ = compile_tools.generated_code(compiled, x)
 call = compile_tools.lines_between(wrapper, "def call(", "return (")
-compile_tools.print_lines(call, keep=lambda line: "calibrate" in line or "cpp_fused" in line or "def call" in line,
-                          why_cut="buffer allocations, deletions and comments")
+compile_tools.print_lines(
+    call,
+    keep=lambda line: "calibrate" in line or "cpp_fused" in line or "def call" in line or " = buf" in line,
+    why_cut="input checks, buffer allocations and deletions",
+)
 print("generated kernels:", compile_tools.kernel_names(wrapper))
 # --8<-- [end:wrapper]
 kernels = compile_tools.kernel_names(wrapper)
