@@ -20,18 +20,25 @@ import re
 from pathlib import Path
 
 import torch
+import transformers
 
 from debugging._llama import in_package, small_llama, tokens
 
+# --8<-- [start:turned-on]
+print(f"provenance_tracking_level: {torch._inductor.config.trace.provenance_tracking_level}")
+print(f"transformers {transformers.__version__}: the line numbers below are those of its files")
+# --8<-- [end:turned-on]
 assert torch._inductor.config.trace.provenance_tracking_level >= 1, "TORCH_COMPILE_DEBUG=1 turned it on"
 # A cached compile writes no debug files: compile from scratch.
 torch._inductor.config.fx_graph_cache = False
 torch._functorch.config.enable_autograd_cache = False
 
+# --8<-- [start:patterns]
 HANDLE = re.compile(r"# \[Provenance debug handles\] (\S+)")
 FILE_COMMENT = re.compile(r"^\s*# File: (\S+?):(\d+) in (\w+), code: (.*)$")
 NODE_LINE = re.compile(r"^\s+(\w+): \"")
 STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
+# --8<-- [end:patterns]
 
 # --8<-- [start:compile]
 model = small_llama()
