@@ -93,6 +93,25 @@ assert set(results.values()) == {"SUCCESS"}, results
 assert {"test_schema", "test_faketensor", "test_aot_dispatch_dynamic"} <= set(results)
 
 
+# --8<-- [start:lying-fake]
+@torch.library.custom_op("extending::calibrate_lying", mutates_args=())
+def calibrate_lying(x: torch.Tensor) -> torch.Tensor:
+    return calibrate_numpy(x)
+
+
+@calibrate_lying.register_fake
+def _(x):
+    return x.new_empty(x.shape[0])  # wrong: the real output has the shape of x, not one value per row
+
+
+lying = torch.library.opcheck(calibrate_lying, (torch.randn(8, 3),), raise_exception=False)
+for test, outcome in lying.items():
+    said = outcome if outcome == "SUCCESS" else f"{type(outcome).__name__}: {str(outcome).strip().splitlines()[0]}"
+    print(f"{test:>28}: {said}")
+# --8<-- [end:lying-fake]
+assert lying["test_faketensor"] != "SUCCESS" and "Shapes" in str(lying["test_faketensor"]), lying
+
+
 # --8<-- [start:aten-graph]
 class Layer(torch.nn.Module):
     def forward(self, x):
