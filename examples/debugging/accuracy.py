@@ -128,3 +128,19 @@ fused_rel, emulated_rel, eager_bf16_rel = (errors(t, bf16_reference)[1] for t in
 assert (emulated - bf16_eager).abs().max() < (fused - bf16_eager).abs().max(), "emulating the casts moves toward eager"
 assert fused_rel < eager_bf16_rel, "skipping the bf16 roundings between fused ops is closer to fp64 than eager"
 assert abs(emulated_rel - eager_bf16_rel) < 0.1 * eager_bf16_rel, "emulated: as close as eager"
+
+
+# --8<-- [start:cpu-contraction]
+def multiply_add(a, b, c):
+    return a * b + c
+
+
+generator = torch.Generator().manual_seed(0)
+a, b, c = (torch.randn(2**20, generator=generator) for _ in range(3))
+torch._dynamo.reset()
+contracted = torch.compile(multiply_add)(a, b, c)
+print(f"cpp.enable_floating_point_contract_flag: {torch._inductor.config.cpp.enable_floating_point_contract_flag!r}")
+print(f"compiled a * b + c on the CPU, bitwise equal to eager: {torch.equal(contracted, multiply_add(a, b, c))}")
+# --8<-- [end:cpu-contraction]
+assert torch._inductor.config.cpp.enable_floating_point_contract_flag == "off"
+assert torch.equal(contracted, multiply_add(a, b, c)), "no contraction in the C++ kernel: two roundings, as in eager"
