@@ -35,11 +35,14 @@ report("default, shape (4,) again")
 assert (len(recorder.graphs), recorder.runs) == (1, 2), "one compile, then the cached graph runs"
 
 # --8<-- [start:force-eager]
+x8 = torch.randn(8)
 with torch.compiler.set_stance("force_eager"):
-    out = compiled_step(torch.randn(8))
+    out = compiled_step(x8)
     report("force_eager, shape (8,)")
+print(f"force_eager's result equals step(x), bitwise: {torch.equal(out, step(x8))}")
 # --8<-- [end:force-eager]
 assert (len(recorder.graphs), recorder.runs) == (1, 2), "force_eager neither compiles nor runs a compiled graph"
+assert torch.equal(out, step(x8)), "the function's own Python ran"
 
 # --8<-- [start:eager-on-recompile]
 with torch.compiler.set_stance("eager_on_recompile"):
@@ -72,6 +75,19 @@ report("default again, shape (16,)")
 # --8<-- [end:back-to-default]
 assert len(recorder.graphs) == 2, "outside the context manager the stance is back to default: it recompiles"
 
+# --8<-- [start:eager-then-compile]
+for stance in ("default", "eager_then_compile"):
+    torch._dynamo.reset()
+    shapes = compile_tools.GraphRecorder()
+    compiled = torch.compile(step, backend=shapes)  # no dynamic=False: Dynamo may make a size dynamic
+    with torch.compiler.set_stance(stance):
+        for size in (4, 8, 16, 32):
+            compiled(torch.randn(size))
+    sizes = [str(graph.graph.find_nodes(op="placeholder")[-1].meta["example_value"].shape) for graph in shapes.graphs]
+    print(f"{stance:<19} sizes 4, 8, 16, 32: {len(shapes.graphs)} graphs compiled, for {sizes}")
+# --8<-- [end:eager-then-compile]
+assert len(shapes.graphs) == 1 and "s" in sizes[0], "the first call ran eagerly; the one compile made the size dynamic"
+
 
 # --8<-- [start:graph-break]
 def with_break(x):
@@ -97,7 +113,30 @@ allowed = try_compile("default", torch.compile(with_break, backend=recorder), x)
 full = try_compile("fullgraph=True", torch.compile(with_break, backend=recorder, fullgraph=True), x)
 with torch._dynamo.error_on_graph_break(True):
     region = try_compile("error_on_graph_break(True)", torch.compile(with_break, backend=recorder), x)
+with torch._dynamo.error_on_graph_break(False):
+    both = try_compile("fullgraph=True in error_on_graph_break(False)",
+                       torch.compile(with_break, backend=recorder, fullgraph=True), x)  # fmt: skip
 # --8<-- [end:graph-break]
 assert allowed == 2, "by default a graph break splits the function into two graphs"
 assert isinstance(full, torch._dynamo.exc.Unsupported), "fullgraph=True turns the break into an error"
 assert isinstance(region, torch._dynamo.exc.Unsupported), "so does error_on_graph_break(True) around the call"
+assert isinstance(both, torch._dynamo.exc.Unsupported), "fullgraph=True takes precedence over error_on_graph_break"
+
+
+# --8<-- [start:toggled]
+@torch._dynamo.error_on_graph_break(False)  # inside a compiled function: breaks allowed in this region
+def log_it(y):
+    print("a print in a region that allows graph breaks")
+    return y
+
+
+def with_region(x):
+    return torch.cos(log_it(torch.sin(x)))
+
+
+with torch._dynamo.error_on_graph_break(True):
+    toggled = try_compile("error_on_graph_break(True), region False", torch.compile(with_region, backend=recorder), x)
+strict = try_compile("fullgraph=True, region False", torch.compile(with_region, backend=recorder, fullgraph=True), x)
+# --8<-- [end:toggled]
+assert toggled > 1, "error_on_graph_break(True) does not promise one graph: the region it turns off may break"
+assert isinstance(strict, torch._dynamo.exc.Unsupported), "fullgraph=True does: the region's break is an error"
