@@ -16,6 +16,7 @@ os.environ["TORCH_COMPILE_DEBUG"] = "1"  # before `import torch`: read once, at 
 os.environ["TORCH_COMPILE_DEBUG_DIR"] = tempfile.mkdtemp()
 
 import torch  # noqa: E402
+from torch._inductor.utils import fresh_cache  # noqa: E402
 
 root = torch._dynamo.config.debug_dir_root  # <TORCH_COMPILE_DEBUG_DIR>/torch_compile_debug
 torch._inductor.config.fx_graph_cache = False  # a cache hit would skip the files Inductor writes
@@ -52,6 +53,7 @@ assert len(list(os.scandir(os.path.dirname(graph_folder)))) >= 2, "torchinductor
 assert any(relative.startswith("tlparse/dedicated_log_torch_trace_") for relative in files), "a trace for tlparse"
 
 
+# --8<-- [start:helpers]
 def read(name):
     with open(by_name[name]) as file:
         return file.read()
@@ -63,16 +65,25 @@ def head(name, count):
     print("\n".join(lines[:count]))
 
 
+# --8<-- [end:helpers]
+
+
 # --8<-- [start:fx-graph]
 head("fx_graph_readable.py", 20)
+print(f"fx_graph_transformed.py identical to it: {read('fx_graph_transformed.py') == read('fx_graph_readable.py')}")
 # --8<-- [end:fx-graph]
 assert "torch.ops.aten.sum.dim_IntList" in read("fx_graph_readable.py")
+assert read("fx_graph_transformed.py") == read("fx_graph_readable.py"), "no FX pass of Inductor changed this graph"
 assert "def forward" in read("fx_graph_runnable.py") and "__main__" in read("fx_graph_runnable.py")
 
 # --8<-- [start:ir-pre-fusion]
 head("ir_pre_fusion.txt", 16)
 pre_nodes = re.findall(r"^(op\w+): (\w+)\(", read("ir_pre_fusion.txt"), re.M)
 print("scheduler nodes before fusion:", pre_nodes)
+print("--- each node's first line, and the lines of the loop bodies that compute and store:")
+for line in read("ir_pre_fusion.txt").splitlines():
+    if re.match(r"op\d+: ", line) or re.search(r"= ops\.(reduction|truediv|store)", line):
+        print(line)
 # --8<-- [end:ir-pre-fusion]
 assert [kind for _, kind in pre_nodes] == ["SchedulerNode", "SchedulerNode"], pre_nodes
 assert "ops.reduction" in read("ir_pre_fusion.txt") and "ops.truediv" in read("ir_pre_fusion.txt")
@@ -91,3 +102,19 @@ print([line for line in code.splitlines() if "= async_compile.cpp" in line][0][:
 print(re.search(r"    def call\(self, args\):.*?return \(\w+, \)", code, re.S).group(0))
 # --8<-- [end:output-code]
 assert len(re.findall(r"^cpp_fused_\w+ = async_compile\.cpp", code, re.M)) == 1, "one C++ kernel for the whole graph"
+
+# --8<-- [start:cache-hit]
+def graph_folders():
+    return sum("output_code.py" in names for _, _, names in os.walk(root))
+
+
+torch._inductor.config.fx_graph_cache = True
+with fresh_cache():  # an empty cache folder: the first compile is a miss
+    for attempt in ("cache on, first compile (a miss)", "cache on, the same graph again (a hit)"):
+        torch._dynamo.reset()
+        before = graph_folders()
+        torch.compile(f)(torch.randn(8, 16))
+        new_folders = graph_folders() - before
+        print(f"{attempt}: {new_folders} new folder(s) with output_code.py and the IR files")
+# --8<-- [end:cache-hit]
+assert new_folders == 0, "a cache hit compiles nothing, and writes no IR files"
