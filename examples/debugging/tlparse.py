@@ -59,7 +59,7 @@ run([sys.executable, "program.py"], cwd=work, env=env)
 
 (log,) = (work / "trace").iterdir()  # one log per process (per rank, in a distributed job)
 lines = log.read_text().splitlines()
-log_name = re.sub(r"_\w+\.log$", "_<random>.log", log.name)  # the name ends in a random suffix
+log_name = re.sub(r"_trace_\w+\.log$", "_trace_<random>.log", log.name)  # the name ends in a random suffix
 records = [json.loads(line.split("] ", 1)[1]) for line in lines if not line.startswith("\t")]
 print(f"{log_name}: {log.stat().st_size / 1000:.0f} kB, {len(lines)} lines, {len(records)} records")
 ids = ("frame_id", "frame_compile_id", "attempt", "has_payload", "compiled_autograd_id", "rank")
@@ -67,7 +67,8 @@ kinds = Counter(next(key for key in record if key not in ids) for record in reco
 print("records by kind:", ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()))
 print("one record, with its payload on the lines below it that start with a tab:")
 start = next(i for i, line in enumerate(lines) if '"torch_version"' in line)
-print("\n".join(lines[start : start + 6]))
+# the prefix's date, time and process id change with every run: replaced
+print(re.sub(r"^(\w)\d{4} [\d:.]+ \d+ ", r"\1<MMDD> <time> <pid> ", "\n".join(lines[start : start + 6])))
 # --8<-- [end:trace]
 assert kinds["dynamo_start"] == 4, "one dynamo_start per compile: fn and its resume function, twice each"
 assert kinds["inductor_output_code"] == 4 and kinds["artifact"] > 10
