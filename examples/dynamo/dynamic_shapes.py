@@ -226,18 +226,47 @@ for dynamic in (False, None, True):
     kinds = ", ".join("symbolic" if is_symbolic(graph) else "static" for graph in recorder.graphs)
     print(f"dynamic={dynamic!s:<5}: {len(recorder.graphs)} compile(s) for 4 sizes ({kinds})")
     print(f"               first graph takes {inputs_of(recorder.graphs[0])}")
-# --8<-- [end:dynamic-flag]
 first_shape = next(node.meta["example_value"].shape for node in recorder.graphs[0].graph.nodes  # dynamic=True
                    if node.op == "placeholder" and isinstance(node.meta["example_value"], torch.Tensor))
+torch._dynamo.reset()
+square_recorder = compile_tools.GraphRecorder()
+torch.compile(add_positions, backend=square_recorder, dynamic=True)(torch.randn(16, 16, device=device))
+print(f"dynamic=True , a 16 x 16 input first: the graph takes {inputs_of(square_recorder.graphs[0])}")
+# --8<-- [end:dynamic-flag]
 assert counts == {False: 4, None: 2, True: 1}, counts
 assert all(isinstance(size, torch.SymInt) for size in first_shape), "dynamic=True: every dimension symbolic"
 assert str(first_shape[0]) != str(first_shape[1]), "8 and 16 on the first call: two symbols"
-torch._dynamo.reset()
-recorder = compile_tools.GraphRecorder()
-torch.compile(add_positions, backend=recorder, dynamic=True)(torch.randn(16, 16, device=device))
-square = next(node.meta["example_value"].shape for node in recorder.graphs[0].graph.nodes if node.op == "placeholder"
-              and isinstance(node.meta["example_value"], torch.Tensor))
+square = next(node.meta["example_value"].shape for node in square_recorder.graphs[0].graph.nodes
+              if node.op == "placeholder" and isinstance(node.meta["example_value"], torch.Tensor))
 assert str(square[0]) == str(square[1]), "duck sizing: equal sizes on the first call share one symbol"
+
+
+# --8<-- [start:int-arguments]
+def scale(x, factor):  # an int used only in arithmetic
+    return x * factor
+
+
+def repeat(x, steps):  # an int that decides how many times the loop runs
+    for _ in range(steps):
+        x = x + 1
+    return x
+
+
+int_graphs = {}
+for fn, values in ((scale, (2, 3, 4)), (repeat, (2, 3, 4)), (scale, (0.5, 0.25, 0.125))):
+    torch._dynamo.reset()
+    recorder = compile_tools.GraphRecorder()
+    compiled = torch.compile(fn, backend=recorder)
+    for value in values:
+        compiled(rows(8), value)
+        print(f"{fn.__name__}(x, {value}): {len(recorder.graphs)} graph(s) so far, "
+              f"the last takes {inputs_of(recorder.graphs[-1])}")
+    int_graphs[(fn.__name__, type(values[0]).__name__)] = recorder.graphs
+# --8<-- [end:int-arguments]
+by_int, by_range, by_float = int_graphs[("scale", "int")], int_graphs[("repeat", "int")], int_graphs[("scale", "float")]
+assert len(by_int) == 2 and "Sym(" in inputs_of(by_int[-1]), "an int in arithmetic: one recompile, then symbolic"
+assert len(by_range) == 3, "range(steps) needs the value: every new value recompiles"
+assert len(by_float) == 2 and inputs_of(by_float[-1]).endswith(", []"), "a float: one recompile, then a 0-d input"
 
 # --8<-- [start:recompile-limit]
 torch._dynamo.reset()
