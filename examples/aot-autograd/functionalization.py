@@ -100,9 +100,13 @@ torch.testing.assert_close(out_copied, out_eager)
 # --8<-- [start:inductor]
 torch._dynamo.reset()
 x_inductor = x.clone()
-out_inductor = torch.compile(update)(x_inductor, w)
+with compile_tools.captured_logs(aot_graphs=True) as log:  # the graph AOTAutograd hands Inductor
+    out_inductor = torch.compile(update)(x_inductor, w)
+copy_lines = [line.split(";")[0].strip() for line in log.getvalue().splitlines() if "aten.copy_" in line]
+print("in-place copies in the graph Inductor received:", *copy_lines, sep="\n  ")
 print("x after the call matches eager:", torch.equal(x_inductor, x_eager))
 print("max |result - eager|:", (out_inductor - out_eager).abs().item())
 # --8<-- [end:inductor]
+assert len(copy_lines) == 1 and "arg0_1" in copy_lines[0], "torch.compile keeps the copy_ epilogue into x"
 torch.testing.assert_close(x_inductor, x_eager)
 torch.testing.assert_close(out_inductor, out_eager)

@@ -5,13 +5,14 @@ depend on the device, so this example stays on the CPU everywhere. No code is ge
 compilers given to AOTAutograd only record the graphs and run them as they are.
 """
 
+import inspect
 from collections import Counter
 
 import torch
 from functorch.compile import make_boxed_func
 from torch import nn
 from torch._dynamo.backends.common import aot_autograd
-from torch._functorch.aot_autograd import aot_function
+from torch._functorch.aot_autograd import aot_function, aot_module_simplified
 from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
 
 import compile_tools
@@ -123,6 +124,7 @@ assert len(recorder.saved) == len(saved_for_backward), "what the forward returns
 assert (len(recorder.saved), len(eager_packed)) == (3, 4), "eager packs the tanh output twice"
 assert sorted(compiled_saved.values()) == sorted(eager_saved.values()), "the same three storages, the same bytes"
 
+
 # --8<-- [start:pointwise]
 def mm_then_pointwise(a, w):
     return torch.nn.functional.gelu(a @ w).sin().cos()
@@ -160,5 +162,8 @@ with compile_tools.captured_logs(aot_joint_graph=True, aot_graphs=True) as logs:
     torch.compile(model, backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))(x).sum().backward()
 headers = [line.strip() for line in logs.getvalue().splitlines() if line.strip().startswith("=====")]
 print("\n".join(headers))
+partitioner = inspect.signature(aot_module_simplified).parameters["partition_fn"].default
+print("the partitioner when the backend names none:", partitioner.__name__)
 # --8<-- [end:logs]
+assert partitioner is default_partition
 assert [h.split()[1] for h in headers] == ["Joint", "Forward", "Backward"], headers

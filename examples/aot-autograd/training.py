@@ -81,6 +81,26 @@ assert without_details(backend.log) == [
     "step 1: loss.backward()",
 ], backend.log
 
+# --8<-- [start:dynamic-backward]
+model = fresh_model()
+backend = LoggingBackend()
+torch._dynamo.reset()
+compiled_model = torch.compile(model, backend=backend)
+x_dynamic = x.clone()
+torch._dynamo.mark_dynamic(x_dynamic, 0)  # the batch size becomes a symbol
+backend.note("step 0: forward, batch size dynamic")
+loss = nn.functional.mse_loss(compiled_model(x_dynamic), y)
+backend.note("step 0: loss.backward()")
+loss.backward()
+# --8<-- [end:dynamic-backward]
+assert without_details(backend.log) == [
+    "step 0: forward, batch size dynamic",
+    "  Dynamo graph 1 captured",
+    "  graph 1: forward compiler called",
+    "  graph 1: backward compiler called",
+    "step 0: loss.backward()",
+], backend.log
+
 # --8<-- [start:whole-step]
 model = fresh_model()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
