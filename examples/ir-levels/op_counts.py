@@ -59,6 +59,9 @@ for program, (model, x) in programs.items():
         if level == "Prims":
             prims_leftovers = sorted(not_prims)
 print("transformer block, ops left that are not prims:", ", ".join(prims_leftovers))
+aten_ir, core_aten = op_sets["transformer block", "ATen IR"], op_sets["transformer block", "Core ATen"]
+print("transformer block, ATen IR ops gone in Core ATen:", ", ".join(sorted(aten_ir - core_aten)))
+print("transformer block, Core ATen ops new since ATen IR:", ", ".join(sorted(core_aten - aten_ir)))
 # --8<-- [end:graph-sizes]
 levels = ["Torch IR", "ATen IR", "Core ATen", "Prims"]
 for program in programs:
