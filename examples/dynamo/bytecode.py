@@ -112,7 +112,11 @@ print(
     f"\nafter compiled(x.double(), w.double()): {len(entries)} cache entries, compile ids "
     f"{[str(e.compile_id) for e in entries]}"
 )
+compiled(x, w)  # float32 again: the older entry passes, and moves to the front
+reordered = _debug_get_cache_entry_list(scale_and_shift.__code__)
+print(f"after compiled(x, w) again:             compile ids {[str(e.compile_id) for e in reordered]}")
 # --8<-- [end:guards]
+assert [e.compile_id for e in reordered] == [e.compile_id for e in reversed(entries)], "used last, tried first"
 assert guard_tree.count("TENSOR_MATCH") == 2, "one tensor guard for each argument"
 assert entry.guard_manager.check({"x": x, "w": w})
 assert not entry.guard_manager.check({"x": x.double(), "w": w})
