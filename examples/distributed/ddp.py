@@ -10,6 +10,7 @@ import copy
 import logging
 import sys
 import time
+import warnings
 
 import torch
 from torch import nn
@@ -47,6 +48,26 @@ def gradients_after_one_step(module, x) -> list[torch.Tensor]:
 # --8<-- [end:wrap]
 
 
+# --8<-- [start:sequential-model]
+def sequential_mlp() -> nn.Module:
+    """The same eight layers built of torch.nn's own modules: no forward of our own."""
+    return nn.Sequential(*[nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.ReLU()) for _ in range(DEPTH)])
+
+
+# --8<-- [end:sequential-model]
+
+
+class WarningsSeen(logging.Handler):
+    """The records of level WARNING and above that torch's loggers emit while it is attached."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
 def parameter_bytes(graph_module) -> int:
     """Bytes of the parameters a Dynamo graph takes as inputs (Dynamo lifts a module's parameters into inputs)."""
     inputs = [node for node in graph_module.graph.nodes if node.op == "placeholder"]
@@ -76,14 +97,24 @@ def work(rank: int, world_size: int) -> dict:
             "largest_difference": max((g - e).abs().max().item() for g, e in zip(gradients, expected, strict=True)),
         })  # fmt: skip
     torch._dynamo.config.optimize_ddp = True
-    sequential = nn.Sequential(*[nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.ReLU()) for _ in range(DEPTH)])
+    sequential = sequential_mlp()
     outer = {}  # under torch.compile(DDP(model)): graphs, graph breaks' explanations, forward frames skipped
     for name, module in (("MLP", model), ("nn.Sequential", sequential)):
         torch._dynamo.reset()
         backend = CompileCounterWithBackend("eager")
-        with _dynamo_log.dynamo_said() as said:
+        seen = WarningsSeen()
+        # every torch logger: torch's logging setup stops some of them from passing records up to "torch"
+        torch_loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+                         if name == "torch" or name.startswith("torch.")]  # fmt: skip
+        for logger in torch_loggers:
+            logger.addHandler(seen)
+        with warnings.catch_warnings(record=True) as python_warnings, _dynamo_log.dynamo_said() as said:
+            warnings.simplefilter("always")
             gradients_after_one_step(wrapped(copy.deepcopy(module), "torch.compile(DDP(model))", 25, backend), x)
-        outer[name] = {"graphs": len(backend.graphs), **said}
+        for logger in torch_loggers:
+            logger.removeHandler(seen)
+        warned = [str(warning.message) for warning in python_warnings] + list(dict.fromkeys(seen.messages))
+        outer[name] = {"graphs": len(backend.graphs), **said, "warnings": warned}
     torch._dynamo.reset()
     backend = CompileCounterWithBackend("eager")
     gradients_after_one_step(wrapped(copy.deepcopy(sequential), "DDP(torch.compile(model))", 25, backend), x)
@@ -126,17 +157,22 @@ print(f"largest difference from eager DDP's gradients, any setting, any rank: {w
 # --8<-- [end:gradients]
 
 # --8<-- [start:sequential]
+print("bucket_cap_mb=25, optimize_ddp=True; Dynamo's graphs on rank 0:")
 for name, seen in ranks[0]["outer"].items():
-    print(f"{name}: {seen['graphs']} Dynamo graphs")
+    label = name if "," in name else f"{name}, torch.compile(DDP(model))"
+    print(f"{label}: {seen['graphs']} Dynamo graphs")
     for explanation in seen.get("graph_breaks", []):
-        print(f"  graph break: {explanation}")
+        print(f"  graph break (from the graph_breaks log, off by default): {explanation}")
     for frame in seen.get("skipped_forward", []):
         print(f"  forward frame not traced: {frame}")
+    if "warnings" in seen:
+        print(f"  warnings: {len(seen['warnings'])} (Python's, and torch's loggers at WARNING and above)")
 # --8<-- [end:sequential]
 outer = ranks[0]["outer"]
 assert outer["MLP"]["graphs"] == 2 and outer["nn.Sequential"]["graphs"] == 0, "the Sequential is never traced"
 assert outer["nn.Sequential, DDP(torch.compile(model))"]["graphs"] == 2, "compiled inside DDP, it is"
 assert outer["MLP"]["graph_breaks"] == outer["nn.Sequential"]["graph_breaks"], "the same graph breaks in DDP.forward"
+assert not outer["nn.Sequential"]["warnings"], "nothing warns that the Sequential runs eagerly"
 
 
 def skipped_container(name: str) -> bool:
