@@ -18,6 +18,7 @@ from pathlib import Path
 work = Path(tempfile.mkdtemp())
 
 
+# --8<-- [start:helpers]
 def tidy(text):
     """This machine's folders out of torch's messages: the work folder, run folders, cache paths."""
     text = text.replace(f"{work}/", "")
@@ -28,6 +29,9 @@ def tidy(text):
 def compact(code):
     """Generated code without its runs of empty lines."""
     return re.sub(r"\n\s*\n(\s*\n)+", "\n", code).strip()
+
+
+# --8<-- [end:helpers]
 
 
 # --8<-- [start:program]
@@ -77,6 +81,13 @@ print("operations in the launcher's graph:", launcher_ops)
 assert "relu" in launcher_ops and len(launcher_ops) == 7, "the whole graph: sin, mul, mm, relu, cos, sum, add"
 assert "inject_relu_bug_TESTING_ONLY = 'compile_error'" in source, "the launcher carries the config that failed"
 
+# --8<-- [start:run]
+replayed = subprocess.run([sys.executable, str(launcher), "run"], cwd=work, env=env, capture_output=True, text=True)
+print("python minifier_launcher.py run: exit code", replayed.returncode)
+print("\n".join(line for line in tidy(replayed.stderr).splitlines() if line.startswith("torch._inductor.exc.")))
+# --8<-- [end:run]
+assert replayed.returncode != 0 and "CppCompileError" in replayed.stderr, "the launcher alone replays the failure"
+
 # --8<-- [start:minify]
 minified = subprocess.run(
     [sys.executable, str(launcher), "minify", "--no-isolate"],  # --no-isolate: try each graph in this process
@@ -85,8 +96,13 @@ minified = subprocess.run(
     capture_output=True,
     text=True,
 )
-log = tidy(minified.stdout + minified.stderr).splitlines()
-print("\n".join(line for line in log if line.startswith(("Started off", "SUCCESS", "Made ", "Wrote minimal"))))
+log = [line for line in tidy(minified.stdout + minified.stderr).splitlines() if line.strip()]
+steps = [line for line in log if line.startswith(("Started off", "Trying", "Strategy:", "FAIL", "SUCCESS", "Made ", "Wrote"))]
+first_success = next(i for i, line in enumerate(steps) if line.startswith("SUCCESS"))
+print("\n".join(steps[: first_success + 1]))  # the first round in full: each strategy, and whether it still failed
+print(f"... {sum(line.startswith('Strategy:') for line in steps[first_success:])} more strategies; from here, "
+      "the successes only:")  # fmt: skip
+print("\n".join(line for line in steps[first_success + 1 :] if line.startswith(("SUCCESS", "Made ", "Wrote"))))
 # --8<-- [end:minify]
 assert minified.returncode == 0, minified.stderr[-3000:]
 node_counts = [int(n) for line in log for n in re.findall(r"(?:Started off with|to) (\d+) nodes", line)]
@@ -100,3 +116,26 @@ print(compact(repro[repro.index("class Repro") : repro.index("load_args._version
 repro_ops = re.findall(r"torch\.ops\.aten\.(\w+)", repro)
 assert repro_ops == ["relu"], f"one operation left, the relu that triggers the bug: {repro_ops}"
 assert "inject_relu_bug_TESTING_ONLY = 'compile_error'" in repro, "and the config that makes it fail"
+
+# --8<-- [start:accuracy]
+wrong = PROGRAM.replace('"compile_error"', '"accuracy"')  # a relu that computes the wrong value, and compiles
+(work / "wrong.py").write_text(wrong)
+env_level_4 = dict(env, TORCHDYNAMO_REPRO_LEVEL="4")  # compare compiled with eager; a launcher when they differ
+checked = subprocess.run([sys.executable, "wrong.py"], cwd=work, env=env_level_4, capture_output=True, text=True)
+print("wrong.py at repro level 4: exit code", checked.returncode)
+print("\n".join(line for line in checked.stderr.splitlines() if line.startswith("torch._dynamo.debug_utils.")))
+launchers = sorted(work.glob("torch_compile_debug/run_*/minifier/minifier_launcher.py"), key=os.path.getmtime)
+accuracy_launcher = launchers[-1]
+print("its launcher runs:", next(line.strip() for line in accuracy_launcher.read_text().splitlines() if "run_repro(" in line
+                                 and not line.strip().startswith("#")).split(", save_dir")[0] + ", ...)")  # fmt: skip
+minified = subprocess.run(
+    [sys.executable, str(accuracy_launcher), "minify", "--no-isolate"], cwd=work, env=env_level_4,
+    capture_output=True, text=True,
+)  # fmt: skip
+print("\n".join(line for line in minified.stderr.splitlines() if line.startswith(("Started off", "SUCCESS", "Made "))))
+accuracy_repro = (work / "repro.py").read_text()
+print(compact(accuracy_repro[accuracy_repro.index("    def forward") : accuracy_repro.index("def load_args")]))
+# --8<-- [end:accuracy]
+assert checked.returncode != 0 and "AccuracyError" in checked.stderr, "level 4: a wrong result is an error"
+assert "accuracy=True" in accuracy_launcher.read_text(), "the launcher's check compares results"
+assert minified.returncode == 0 and re.findall(r"torch\.ops\.aten\.(\w+)", accuracy_repro) == ["relu"]
