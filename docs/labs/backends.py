@@ -119,9 +119,19 @@ with torch.no_grad(), torch._inductor.config.patch(force_disable_caches=True):
     first_and_later_ms("eager", model, x)  # untimed: Dynamo's one-time imports would land on the first backend
     for backend in BACKENDS:
         timings[backend] = first_and_later_ms(backend, model, x)
-print(f"{'backend':>9} | {'first call ms':>13} | {'later calls ms':>14}")
+    plain = []  # the model itself, not compiled, timed the same way: the baseline for the later calls
+    for _ in range(20):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        model(x)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        plain.append((time.perf_counter() - start) * 1e3)
+print(f"{'backend':>14} | {'first call ms':>13} | {'later calls ms':>14}")
 for backend, (first, later) in timings.items():
-    print(f"{backend:>9} | {first:13.1f} | {later:14.3f}")
+    print(f"{backend:>14} | {first:13.1f} | {later:14.3f}")
+print(f"{'(not compiled)':>14} | {'':>13} | {statistics.median(plain):14.3f}")
 for backend, (first, later) in timings.items():
     assert later > 0, f"{backend}: the later calls took {later} ms; did you time them?"
     assert first > later, (
@@ -137,11 +147,17 @@ assert timings["inductor"][0] > timings["eager"][0], (
 # - Every backend pays for Dynamo's capture on the first call, and the `eager` backend pays for
 #   nothing else. Its first call is the cost of tracing the Python code.
 # - `aot_eager` adds AOTAutograd's trace to ATen operators, and `inductor` adds lowering,
-#   code generation and compiling the generated code (C++ here on a CPU, Triton on a GPU).
-#   Inductor keeps what it compiled in an on-disk cache, so its first call is longest the very
-#   first time the notebook runs on a machine.
+#   code generation and compiling the generated code (C++ on a CPU, Triton on a GPU).
+#   Inductor keeps what it compiled in an on-disk cache, which the check turned off so that the
+#   table shows compiling; with a warm cache the first call skips most of that work (the
+#   [compile-time page](../benchmarking/compile_time.md) measures both).
 # - After the first call, the work is the model's own: the compiled versions only check their
-#   guards and run what was captured.
+#   guards and run what was captured. The last row is the model not compiled at all, timed the
+#   same way: compare the later calls with it to see what compiling bought on this machine.
+# - The milliseconds are this machine's, for this small model: the line under the table names the
+#   device. On another machine, or for the chapter's model, the figures differ; what the check
+#   asserts holds everywhere: each first call is longer than the later ones, and `inductor`'s
+#   first call longer than `eager`'s.
 #
 # When a backend gives wrong numbers, this order is also the way to find the stage at fault:
 # if `eager` is right and `aot_eager` is wrong, AOTAutograd is at fault; if both are right and

@@ -169,8 +169,8 @@ for row in rows:
 # %% [markdown]
 # Read the table with its context: the device and the versions are under it. The spread
 # says how much to trust a speedup: where the 10th and 90th percentiles of the pairs fall on both
-# sides of 1, the table does not say which is faster. (The site's build runs this notebook on its
-# CPU, as the line under the table says; run it on your GPU to get your numbers.)
+# sides of 1, the table does not say which is faster. (The line under the table names the device
+# the site's build ran this notebook on; run it on your own machine to get your numbers.)
 #
 # Questions to ask of your table:
 #
@@ -187,8 +187,10 @@ for row in rows:
 #
 # - Add `mode="max-autotune"` and compare: on a GPU it also tries Triton matrix multiplies, and
 #   compiling takes much longer.
-# - Time with `torch.compile(model)` (without `dynamic=False`) and watch the second batch size
-#   trigger a recompile with dynamic shapes: the warm-up hides it, the first call does not.
+# - Time with `torch.compile(model)` (without `dynamic=False`): the second batch size then
+#   recompiles the model with the batch dimension dynamic. That recompile happens during
+#   `paired_ms`'s warm-up, so the table does not show it; time the first call of each batch size
+#   on its own to see it, and compare the compiled times with the `dynamic=False` table.
 #
 # ## What to remember
 #

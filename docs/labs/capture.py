@@ -3,8 +3,8 @@
 #
 # Before anything is compiled, Dynamo reads a function's bytecode and records every tensor
 # operation into an FX graph. `torch._dynamo.explain(fn)(*args)` runs that capture once and
-# reports what came out: how many graphs, how many graph breaks and why, and the graphs
-# themselves. In this lab you read that report, then trace every node of a graph back to the
+# reports what came out: how many graphs, a `graph_break_count`, the reasons of the breaks, and
+# the graphs themselves. In this lab you read that report, then trace every node of a graph back to the
 # Python line it came from.
 #
 # Background: [The captured FX graph](../dynamo/fx_graph.md) and
@@ -12,6 +12,7 @@
 
 # %%
 import collections
+import re
 
 import compile_tools
 import torch
@@ -36,7 +37,14 @@ bias = torch.randn(8, 8, device=device)
 #
 # Call `torch._dynamo.explain(attention_scores)(q, k, bias)` and return three numbers from the
 # report it gives back: `graph_count`, `graph_break_count` and `op_count`. Print the report too:
-# it is long, but its first lines answer the question.
+# it is long, but its first lines answer the question. (It names functions by their object,
+# `<built-in method ... at 0x...>`; the solution drops the addresses, which change on every run.)
+#
+# Two things to know about `explain` before you use it on a real model, both shown on
+# [explain and the logs](../debugging/explain_and_logs.md): `graph_break_count` is
+# `graph_count - 1`, not a count of breaks (a break after which Dynamo gives up on a whole frame
+# leaves no graph, and no reason), and `explain` resets Dynamo before and after its run, so in
+# the middle of a notebook it throws away what your compiled functions had compiled.
 
 
 # %%
@@ -48,7 +56,8 @@ def explain_counts(fn, *args):
 # %% tags=["solution"]
 def explain_counts(fn, *args):
     report = torch._dynamo.explain(fn)(*args)
-    print(str(report).split("Out Guards")[0].strip())  # the part about graphs, before the guards
+    graphs_part = str(report).split("Out Guards")[0].strip()  # the part about graphs, before the guards
+    print(re.sub(r" at 0x[0-9a-f]+", "", graphs_part))  # without memory addresses
     return report.graph_count, report.graph_break_count, report.op_count
 
 

@@ -37,6 +37,19 @@ torch._logging.set_logs(dynamo=logging.ERROR)  # the reason is printed below; sk
 report = torch._dynamo.explain(model_numpy)(x)
 reason = report.break_reasons[0].reason.splitlines()[0]
 print(f"{report.graph_count} graphs, {report.graph_break_count} breaks: {reason}")
+print("operations in each graph:", [[getattr(op, "__name__", str(op)) for op in ops] for ops in report.ops_per_graph])
+for break_reason in report.break_reasons:
+    frame = break_reason.user_stack[-1]
+    print(f"  break reason in {frame.name}, line {frame.lineno}: {break_reason.reason.splitlines()[0]}")
+
+# %% [markdown]
+# One NumPy call, four graphs. `graph_break_count` is `graph_count - 1`, not a count of breaks
+# (see [explain and the logs](../debugging/explain_and_logs.md)). The break happens twice at the
+# same line, `np.interp`, once per Python frame: Dynamo first traces `model_numpy` with
+# `tone_numpy` inlined, meets the call, and splits `model_numpy` around the call to `tone_numpy`
+# (a graph with the `sigmoid` before it, one with the `* 2` after it); then `tone_numpy` runs as a
+# frame of its own, and Dynamo splits it around `np.interp` too (the `x.numpy()` before, whose
+# graph holds no `call_function`, and the `torch.from_numpy(...)` after, `as_tensor`).
 
 # %% [markdown]
 # ## Task: an operator with a fake implementation
@@ -83,11 +96,36 @@ assert set(results.values()) == {"SUCCESS"}, f"opcheck found a problem: {results
 print("one graph, the same result as the NumPy version; opcheck:", results)
 
 # %% [markdown]
+# The graph Dynamo captured, and what Inductor makes of it: the operator is one node, and Inductor
+# calls it as it is, between the kernels it generates for what comes before and after it. (The
+# first kernel's name lists `tone` among the graph nodes Inductor credits it with; the operator
+# itself runs on the next line, `torch.ops.lab.tone.default(...)`, outside any generated kernel.)
+
+# %%
+import compile_tools  # noqa: E402
+from torch._inductor.utils import run_and_get_code  # noqa: E402
+
+if isinstance(tone, torch._library.custom_ops.CustomOpDef):
+    recorder = compile_tools.GraphRecorder()
+    torch._dynamo.reset()
+    torch.compile(model, fullgraph=True, backend=recorder)(x)
+    print(recorder.graphs[0].code.strip())
+    torch._dynamo.reset()
+    _, sources = run_and_get_code(torch.compile(model, fullgraph=True), x)
+    call_body = compile_tools.lines_between(sources[0], "def call(", "return (")
+    print("\nInductor's call():")
+    calls = [line for line in call_body.splitlines() if not line.strip().startswith("assert")]
+    print("\n".join(line for line in calls if "cpp_fused" in line or "torch.ops.lab" in line))
+else:
+    print("solve the task first: tone is not a custom operator yet")
+
+# %% [markdown]
 # ## What to remember
 #
 # - A custom operator is **one node** of the graph: Dynamo does not trace into it, and its body
 #   runs unchanged on real tensors.
 # - The fake implementation is what tracing runs instead: it only has to get the output's
 #   **shape, dtype and device** right. `torch.library.opcheck` checks that it does.
-# - Inductor cannot fuse across the operator: a rewrite in torch, where one exists, is still the
-#   faster fix.
+# - Inductor cannot fuse across the operator: it calls it between its own kernels, as the last
+#   cell shows. Where a rewrite in torch exists, it lets Inductor fuse the work with its
+#   neighbours (this lab does not time the two).

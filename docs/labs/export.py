@@ -42,9 +42,8 @@ x = torch.randn(8, 32, device=device)
 
 # %% [markdown]
 # First, see the refusal, without and with a dynamic batch. Both calls stop at the same line, the
-# branch on tensor data: export reports the first problem it meets. The batch written into `view`
-# is a second problem, which export reports once the branch is gone (try it: replace only the
-# branch, and export with the dynamic batch).
+# branch on tensor data (the cell prints the line of `forward` each error names): export reports
+# the first problem it meets.
 
 # %%
 # The refusals are printed below; the shape system would also log a warning and print the whole graph.
@@ -55,6 +54,33 @@ for dynamic_shapes in (None, {"x": {0: Dim("batch", min=1, max=1024)}}):
             torch.export.export(model, (x,), dynamic_shapes=dynamic_shapes)
     except Exception as error:
         print(f"dynamic_shapes={dynamic_shapes}:\n  {type(error).__name__}: {str(error).strip().splitlines()[0]}")
+        lines = str(error).splitlines()
+        at = [i for i, line in enumerate(lines) if line.strip().startswith("File ") and "in forward" in line]
+        if at:
+            print(f"  at: {lines[at[-1] + 1].strip()}")
+
+# %% [markdown]
+# How to read the first line: tracing, `scores.mean() > 0` is a boolean tensor whose value depends
+# on the data, so export stands for it with a symbol, `u0`, a value unknown until the model runs.
+# The Python `if` needs a `bool`, which asks whether `u0` is 1 (true): `Eq(u0, 1)`. Export cannot
+# decide that without the data, and stops.
+#
+# The batch written into `view` is a second problem, which export reports once the branch is gone.
+# Here it is, with only the branch replaced:
+
+
+# %%
+class BranchFixed(Scorer):
+    def forward(self, x):
+        scores = self.proj(x).view(8, 4, 8).amax(dim=-1)  # still the batch of the example
+        return torch.where(scores.mean() > 0, scores, -scores)
+
+
+try:
+    with contextlib.redirect_stderr(io.StringIO()):
+        torch.export.export(BranchFixed(), (x,), dynamic_shapes={"x": {0: Dim("batch", min=1, max=1024)}})
+except Exception as error:
+    print("\n".join(str(error).strip().splitlines()[:2]))
 
 # %% [markdown]
 # ## Task: rewrite `forward`
@@ -98,3 +124,14 @@ for rows in (1, 37, 1024):
     got = exported.module()(torch.randn(rows, 32, device=device))
     assert got.shape == (rows, 4), f"a batch of {rows} gave shape {tuple(got.shape)}"
 print("one graph, any batch from 1 to 1024, and the original's result at 8 rows")
+
+# %% [markdown]
+# ## What to remember
+#
+# - `torch.export` makes one graph that runs without Python, so it refuses what `torch.compile`
+#   would break the graph for: a Python `if` on tensor data is a `GuardOnDataDependentSymNode`.
+#   Keep the choice in the graph with `torch.where` (both sides computed) or `torch.cond`.
+# - A dynamic dimension is declared with `Dim` in `dynamic_shapes`; code that fixes its size
+#   (a literal batch in `view`) makes export refuse with "Constraints violated": take the size
+#   from the input.
+# - Export reports one problem at a time: fix it, and export again.

@@ -16,6 +16,8 @@
 # test the capture, and skip compiling kernels.
 
 # %%
+import contextlib
+import io
 import logging
 
 import numpy as np
@@ -63,7 +65,7 @@ for name, fn in originals.items():
 #
 # - `with_print`: tensor values do not exist while Dynamo traces, so it cannot print them.
 #   Drop the print, or return the value and print it outside the compiled function. Here,
-#   just drop it.
+#   just drop it (the end of the lab shows a way to keep it).
 # - `with_item`: `.item()` makes a Python number out of tensor data, and the `if` needs it before
 #   the tensor exists. Keep the choice inside the graph: compute both branches and pick one with
 #   `torch.where`.
@@ -105,21 +107,41 @@ for name, fixed in fixes.items():
         first_line = str(error).strip().splitlines()[0]
         raise AssertionError(f"{name} still breaks the graph: {first_line}") from None
     for sample in (x, -x.abs(), torch.tensor([-1.0, 0.0, 0.5, 1.0, 2.0])):  # both branches, and the edges
-        torch.testing.assert_close(
-            torch.compile(fixed, fullgraph=True, backend="eager")(sample), originals[name](sample)
-        )
+        with contextlib.redirect_stdout(io.StringIO()):  # the original with_print prints: not shown here
+            expected = originals[name](sample)
+        torch.testing.assert_close(torch.compile(fixed, fullgraph=True, backend="eager")(sample), expected)
     print(f"{name}: one graph, same results as the original")
 
 # %% [markdown]
 # ## What each fix cost
 #
+# What each rewrite does, from its definition (the lab does not time them):
+#
 # - Dropping a `print` is free. If you need the value, return it and print it outside the
-#   compiled region, or log less often.
+#   compiled region, or log less often; or keep the `print` and let Dynamo move it after the
+#   graph (next cell).
 # - `torch.where` computes **both** branches and selects per element. For two cheap element-wise
 #   branches that is a good trade against a break; for expensive branches, look at `torch.cond`,
 #   which puts both branches in the graph but runs only one.
-# - `torch.bucketize` keeps the computation on the tensor's device, so the NumPy round trip
-#   (and, on a GPU, the copy to the host and back) is gone too.
+# - `torch.bucketize` keeps the computation on the tensor's device, so the NumPy round trip is
+#   gone too (on a GPU, that is also a copy to the host and back).
+#
+# `torch._dynamo.config.reorderable_logging_functions` names functions Dynamo may move to the
+# end of the graph instead of breaking it
+# ([`_dynamo/config.py`](https://github.com/pytorch/pytorch/blob/v2.13.0/torch/_dynamo/config.py);
+# it warns that an object mutated after the call prints its later value). With `print` in it,
+# the original `with_print` compiles with `fullgraph=True`, and still prints:
+
+
+# %%
+with torch._dynamo.config.patch(reorderable_logging_functions={print}):
+    torch._dynamo.reset()
+    kept = torch.compile(with_print, fullgraph=True, backend="eager")(x)
+with contextlib.redirect_stdout(io.StringIO()):
+    torch.testing.assert_close(kept, with_print(x))
+print("with_print, print kept: one graph, same result")
+
+# %% [markdown]
 #
 # ## What to remember
 #

@@ -77,7 +77,11 @@ compile_tools.print_lines(
 #   string, at the start of a line;
 # - on a CPU, a C++ kernel is assigned: `cpp_fused_<ops>_<n> = async_compile.cpp_pybinding(...)`.
 #
-# A regular expression with `re.findall(..., re.MULTILINE)` does it.
+# A regular expression with `re.findall(..., re.MULTILINE)` does it. The lab runs on the build's
+# device (the line under each output names it), so on a CPU only the C++ half of the solution
+# finds something; Triton names from a GPU recording, `triton_red_fused_sum_0` and
+# `triton_per_fused_sum_1`, are on the
+# [accuracy page](../debugging/accuracy.md#split-reductions).
 
 
 # %%
@@ -105,6 +109,12 @@ print(compile_tools.kernel_source(code, names[0]))
 # Inductor names each kernel after the ATen operators it holds (`fused_<op>_<op>_...`, sorted),
 # and on a GPU after its kind too: `poi` for pointwise, `red` for a reduction, `per` for a
 # *persistent* reduction whose whole row fits in one block.
+#
+# On a CPU, three things in the kernel's C++ are not the model's operators: `relu` appears as
+# `at::vec::clamp_min(..., 0)`, its vectorized form (the name in the kernel's name is the ATen
+# operator's, not the C++ call's); the `#pragma omp` lines spread the loop over the CPU's threads
+# with OpenMP; and `inductor_cpu_integer_div_error` is a flag the kernel would set on an integer
+# division by zero, checked after the loops, that every C++ kernel carries.
 #
 # ## Task 3: what was fused?
 #
@@ -136,14 +146,38 @@ print(f"one kernel for {sorted(FUSED)}, a library call for {sorted(LIBRARY)}")
 # The ReLU, the `+ 1` and the row sum are one loop nest: each element of `h` is read once, and the
 # intermediate results never go to memory. The matrix multiply stays a library call
 # (cuBLAS on a GPU, a BLAS library on a CPU), because without `mode="max-autotune"` Inductor does
-# not try to generate its own matrix multiply; so the product is written to memory, and the
-# kernel reads it back.
+# not try to generate its own matrix multiply (`max_autotune_gemm` in
+# [`config.py`](https://github.com/pytorch/pytorch/blob/v2.13.0/torch/_inductor/config.py) is off
+# by default); so the product is written to memory, and the kernel reads it back.
 #
 # ## Try it
 #
 # Change `scores`, run the cells again, and predict before you look: add a `torch.sigmoid` before
 # the sum (still one kernel?), or return both `h` and the sum (what does the wrapper return?).
-#
+# The next cell runs both, to check your prediction against.
+
+
+# %%
+def with_sigmoid(x, w):
+    h = x @ w
+    return torch.sigmoid(torch.relu(h) + 1).sum(dim=-1)
+
+
+def with_h_too(x, w):
+    h = x @ w
+    return h, (torch.relu(h) + 1).sum(dim=-1)
+
+
+for variant in (with_sigmoid, with_h_too):
+    variant_code = generated_wrapper(variant, x, w)
+    if not variant_code:
+        print("solve Task 1 first")
+        break
+    returned = [line.strip() for line in compile_tools.lines_between(variant_code, "def call(").splitlines()
+                if line.strip().startswith("return (")][0]  # fmt: skip
+    print(f"{variant.__name__}: kernels {compile_tools.kernel_names(variant_code)}; call() ends with {returned}")
+
+# %% [markdown]
 # ## What to remember
 #
 # - `run_and_get_code` returns the wrapper and its kernels as text; `TORCH_LOGS=output_code`
