@@ -169,6 +169,7 @@ index = (report / "index.html").read_text()
 print(stack_trie(index))
 # --8<-- [end:stack-trie]
 assert "torch_dynamo_resume_in_fn" in stack_trie(index), "the resume function is a frame of its own"
+assert stack_trie(index).splitlines()[0] == "[0/0] [0/1] program.py:4 in fn", "fn's stacks: fn alone, no caller"
 status = dict(re.findall(r"<a href='#(\[[\d/]+\])' class='status-(\w+)'>", index))
 assert status["[0/0]"] == status["[0/1]"] == "break" != status["[1/0]"], "fn's compiles are marked as restarted"
 
