@@ -58,7 +58,8 @@ def tests(session: nox.Session) -> None:
     shutil.rmtree(TEST_RUN, ignore_errors=True)
     env = {"EXECDOCS_RUN_DIR": str(TEST_RUN.resolve())}
     workers = os.environ.get("PYTEST_WORKERS", "2")
-    session.run("pytest", "-n", workers, "--ignore", BROWSER_TESTS, *session.posargs, env=env)
+    # loadgroup: the tests that wait for one example's run share a worker (conftest.py says which)
+    session.run("pytest", "-n", workers, "--dist", "loadgroup", "--ignore", BROWSER_TESTS, *session.posargs, env=env)
     # The build reuses this run's results, so no example runs a second time.
     session.run("mkdocs", "build", "--site-dir", str(TEST_RUN / "site"), env=env)
     # One browser at a time: each Chromium wants both cores of a small machine.
