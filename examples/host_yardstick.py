@@ -51,14 +51,23 @@ def host_us_per_call(call) -> dict[str, float]:
     return {"median": statistics.median(rounds), "min": min(rounds), "max": max(rounds)}
 
 
-def measure() -> dict:
+def small_op_us() -> dict[str, float]:
     import torch
 
     x = torch.ones(1, device="cuda")
-    small_op = host_us_per_call(lambda: x.add_(1))
+    return host_us_per_call(lambda: x.add_(1))
+
+
+def small_compiled_call_us() -> dict[str, float]:
+    import torch
+
+    x = torch.ones(1, device="cuda")
     small_compiled = torch.compile(lambda t: (t * 2 + 1).relu())
-    compiled_call = host_us_per_call(lambda: small_compiled(x))
-    return {"host": host_cpu(), "small_op_us": small_op, "small_compiled_call_us": compiled_call}
+    return host_us_per_call(lambda: small_compiled(x))
+
+
+def measure() -> dict:
+    return {"host": host_cpu(), "small_op_us": small_op_us(), "small_compiled_call_us": small_compiled_call_us()}
 
 
 def print_measurement(found: dict) -> None:

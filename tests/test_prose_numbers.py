@@ -17,6 +17,7 @@ from execdocs.layout import DOCS, relative
 from execdocs.moved_numbers import first_run_numbers
 from execdocs.pages import page_references
 from execdocs.prose_numbers import prose, quoted_numbers
+from execdocs.render import stamp_line
 
 CITATION_LINE = re.compile(r"\]\(https?://")
 
@@ -33,6 +34,7 @@ def sources_of_numbers(path: Path) -> str:
             result = store.load_committed(example, device)
             if result is not None:
                 texts.extend(result.sections.values())
+                texts.append(stamp_line(result))  # shown under every output: versions, host, yardstick
     return "\n".join(texts)
 
 
