@@ -19,8 +19,9 @@ from pathlib import Path
 from execdocs import store
 from execdocs.examples import Example, all_examples
 from execdocs.layout import ROOT, relative
+from execdocs.pages import page_references
 from execdocs.prose_numbers import prose
-from execdocs.reproduction import load, quoting_pages, rows
+from execdocs.reproduction import load, numbers_on, quoting_pages, rows
 
 # A unit may follow each end of a range: "0.190 ms to 0.394 ms", "1.12-1.45x"
 UNIT = r"\s*(?:ms|s|µs|us|x|×|%|GB/s|GiB|MB|kB)?"
@@ -79,10 +80,35 @@ class MovedQuote:
         return f"{self.page}: {self.quoted} ({self.example}) {self.problem}"
 
 
+def _problem(row, example: Example, markdown: str) -> MovedQuote | None:
+    """What is wrong with how the page quotes this row's number, if anything."""
+    if row.agrees:
+        return None
+    if row.first is None or row.note:
+        problem = f"can't be compared with the first run ({row.verdict}): re-record with --twice or don't quote it"
+        return MovedQuote(row.page, example.name, row.quoted, None, problem)
+    first = row.shown(row.first)
+    if not quoted_as_range(prose(markdown), row.quoted, first):
+        problem = f"moved beyond {100 * row.tolerance:g}% from the first run's {first}: "
+        problem += f"write it as the range {first}–{row.quoted} or don't quote it"
+    elif not shows_both_runs(markdown, example):
+        problem = f'is a range of both runs, but the page does not show them: add show_reproduction("{example.name}")'
+    else:
+        return None
+    return MovedQuote(row.page, example.name, row.quoted, first, problem)
+
+
 def moved_quotes(pages: list[Path] | None = None) -> list[MovedQuote]:
-    """Every quoted number of these pages (all, by default) that moved and is not written as it must be."""
+    """Every quoted number of these pages (all, by default) that moved and is not written as it must be.
+
+    A page that shows several examples, or one on two devices, may quote a number that more than one
+    recording printed (a range's end, "1.23", is also a figure in another example's table; a CPU speedup
+    is also a figure of the GPU tab): it is written well if it is for any recording that was checked
+    twice, and not checked at all if a recording never checked twice prints it too, since it may be that
+    one's. The first run's end of a range is not checked again.
+    """
     wanted = None if pages is None else {relative(path.resolve()) for path in pages}
-    found = []
+    by_quote: dict[tuple[str, str], list[MovedQuote | None]] = {}
     for example in all_examples():
         for device in ("cuda", "cpu"):
             report = load(example, device)
@@ -90,26 +116,25 @@ def moved_quotes(pages: list[Path] | None = None) -> list[MovedQuote]:
             if report is None or not report.checked(recording):
                 continue  # re-recorded since: the reproduction table says so and names the command
             for row in rows(report, recording, quoting_pages(example)):
-                if row.agrees or (wanted is not None and row.page not in wanted):
-                    continue
                 markdown = (ROOT / row.page).read_text()
-                if row.first is None or row.note:
-                    problem = f"can't be compared with the first run ({row.verdict}): "
-                    problem += "re-record with --twice or don't quote it"
-                    found.append(MovedQuote(row.page, example.name, row.quoted, None, problem))
-                    continue
-                first = row.shown(row.first)
-                tolerance = f"{100 * row.tolerance:g}%"
-                if not quoted_as_range(prose(markdown), row.quoted, first):
-                    problem = f"moved beyond {tolerance} from the first run's {first}: "
-                    problem += f"write it as the range {first}–{row.quoted} or don't quote it"
-                elif not shows_both_runs(markdown, example):
-                    problem = "is a range of both runs, but the page does not show them: "
-                    problem += f'add show_reproduction("{example.name}")'
-                else:
-                    continue
-                found.append(MovedQuote(row.page, example.name, row.quoted, first, problem))
-    return found
+                if (wanted is None or row.page in wanted) and row.quoted not in first_run_numbers(markdown):
+                    by_quote.setdefault((row.page, row.quoted), []).append(_problem(row, example, markdown))
+    return [
+        found[0]
+        for (page, quoted), found in by_quote.items()
+        if all(found) and not _printed_unchecked(ROOT / page, quoted)
+    ]
+
+
+def _printed_unchecked(path: Path, quoted: str) -> bool:
+    """Whether a recording the page shows that was never checked twice prints the number too."""
+    for example in {reference.example for reference in page_references(path)}:
+        for device in ("cuda", "cpu"):
+            recording = store.load_committed(example, device)
+            if recording is not None and load(example, device) is None:
+                if any(quoted in numbers_on(text) for text in recording.sections.values()):
+                    return True
+    return False
 
 
 def main() -> int:

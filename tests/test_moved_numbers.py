@@ -2,7 +2,7 @@
 range of both runs, on a page that shows both runs, or it is not quoted (execdocs/moved_numbers.py says how)."""
 
 from execdocs.examples import Example
-from execdocs.moved_numbers import quoted_as_range, shown_reproductions, shows_both_runs
+from execdocs.moved_numbers import moved_quotes, quoted_as_range, shown_reproductions, shows_both_runs
 
 
 def test_a_range_of_both_runs_is_found_in_either_order_and_with_units():
@@ -23,3 +23,8 @@ def test_a_page_shows_both_runs_of_an_example_or_of_its_chapter():
     assert shows_both_runs(page, Example("benchmarking/zoo_inference"))
     assert not shows_both_runs(page, Example("deploying/regional"))
     assert shows_both_runs(page.replace('"benchmarking"', '"deploying/regional"'), Example("deploying/regional"))
+
+
+def test_every_quoted_number_that_moved_is_a_range_of_both_runs():
+    found = moved_quotes()
+    assert not found, f"{len(found)} quoted numbers moved between the two recordings:\n" + "\n".join(map(str, found))
