@@ -56,7 +56,8 @@ def tests(session: nox.Session) -> None:
     the built pages in a headless Chromium (tests/browser/; skipped, saying why, where there is none)."""
     install(session, "docs", "models", "test")
     shutil.rmtree(TEST_RUN, ignore_errors=True)
-    env = {"EXECDOCS_RUN_DIR": str(TEST_RUN.resolve())}
+    # The strict build below executes every lab with its solutions: the tests leave that run to it.
+    env = {"EXECDOCS_RUN_DIR": str(TEST_RUN.resolve()), "EXECDOCS_BUILD_RUNS_LABS": "1"}
     workers = os.environ.get("PYTEST_WORKERS", "2")
     # loadgroup: the tests that wait for one example's run share a worker (conftest.py says which)
     session.run("pytest", "-n", workers, "--dist", "loadgroup", "--ignore", BROWSER_TESTS, *session.posargs, env=env)

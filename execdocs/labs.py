@@ -37,6 +37,10 @@ CHECK = "check"
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 
+# Set by `nox -s tests`, whose strict build executes every lab with its solutions after the test run.
+BUILD_RUNS_LABS_ENV = "EXECDOCS_BUILD_RUNS_LABS"
+
+
 def lab_paths() -> list[Path]:
     return sorted(LABS.glob("*.py"))
 
