@@ -63,8 +63,9 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-n", workers, "--dist", "loadgroup", "--ignore", BROWSER_TESTS, *session.posargs, env=env)
     # The build reuses this run's results, so no example runs a second time.
     session.run("mkdocs", "build", "--site-dir", str(TEST_RUN / "site"), env=env)
-    # One browser at a time: each Chromium wants both cores of a small machine.
-    session.run("pytest", BROWSER_TESTS, env={**env, "EXECDOCS_SITE": str(TEST_RUN / "site")})
+    # Two browsers at a time: a page check mostly waits on the page, not the cores.
+    site = {"EXECDOCS_SITE": str(TEST_RUN / "site")}
+    session.run("pytest", "-n", workers, BROWSER_TESTS, env={**env, **site})
 
 
 @nox.session
