@@ -11,8 +11,6 @@ from collections import Counter
 
 import pytest
 
-from execdocs import store
-from execdocs.examples import Example
 from execdocs.layout import CACHE, ROOT, RUN_DIR_ENV
 from execdocs.pages import page_references
 from execdocs.sybil_blocks import is_doc_block, markdown_sybil
@@ -49,25 +47,13 @@ def example_group(item) -> str | None:
     return examples_shown_at(found["page"]).get(int(found["line"])) if found else None
 
 
-@functools.cache
-def recorded_seconds(example: str | None) -> float:
-    """How long the example ran when its CPU output was recorded (0 for none): the run it will take again."""
-    result = store.load_committed(Example(example), "cpu") if example is not None else None
-    return result.seconds if result is not None else 0.0
-
-
 def pytest_collection_modifyitems(config, items):
     """An example's own test and its page's blocks go to one worker (`-n 2 --dist loadgroup`), where the first
-    runs the example and the others read its result: apart, one worker would sit waiting while the other ran it.
-
-    The longest examples go first, so that neither worker is left running one at the end while the other waits
-    (the sort is stable: items of one page, and tests of one file, keep their order)."""
-    groups = {}
+    runs the example and the others read its result: apart, one worker would sit waiting while the other ran it."""
     for item in items:
-        groups[item.nodeid] = group = example_group(item)
+        group = example_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: -recorded_seconds(groups[item.nodeid]))
 
 
 def pytest_terminal_summary(terminalreporter):
