@@ -73,7 +73,6 @@ class MovedQuote:
     page: str
     example: str
     quoted: str
-    first: str | None  # the first run's number as the prose would write it; None where it can't be read
     problem: str
 
     def __str__(self) -> str:
@@ -86,7 +85,7 @@ def _problem(row, example: Example, markdown: str) -> MovedQuote | None:
         return None
     if row.first is None or row.note:
         problem = f"can't be compared with the first run ({row.verdict}): re-record with --twice or don't quote it"
-        return MovedQuote(row.page, example.name, row.quoted, None, problem)
+        return MovedQuote(row.page, example.name, row.quoted, problem)
     first = row.shown(row.first)
     if not quoted_as_range(prose(markdown), row.quoted, first):
         problem = f"moved beyond {100 * row.tolerance:g}% from the first run's {first}: "
@@ -95,7 +94,7 @@ def _problem(row, example: Example, markdown: str) -> MovedQuote | None:
         problem = f'is a range of both runs, but the page does not show them: add show_reproduction("{example.name}")'
     else:
         return None
-    return MovedQuote(row.page, example.name, row.quoted, first, problem)
+    return MovedQuote(row.page, example.name, row.quoted, problem)
 
 
 def moved_quotes(pages: list[Path] | None = None) -> list[MovedQuote]:
