@@ -1,7 +1,8 @@
 """The labs: notebooks in jupytext's percent format under docs/labs/, rendered by mkdocs-jupyter.
 
 A lab's cells carry tags: `solution` for a worked solution (it follows the TODO cell it solves),
-`check` for a cell that must fail until the task is solved. The site executes each lab with its
+`check` for a cell that must fail until the task is solved, `timing` for a cell whose checks read a
+clock (the build runs such a lab on its own, execdocs/lab_render.py). The site executes each lab with its
 solutions; the reader downloads it without them. This module:
 
 - builds the reader's notebook (solution cells removed, outputs cleared), published by the hook as
@@ -34,6 +35,7 @@ log = logging.getLogger("mkdocs.plugins.execdocs.labs")
 LABS = DOCS / "labs"
 SOLUTION = "solution"
 CHECK = "check"
+TIMING = "timing"
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 
@@ -60,6 +62,10 @@ def notebook(path: Path, solutions: bool = True):
         nb = copy.deepcopy(nb)
         nb.cells = [cell for cell in nb.cells if SOLUTION not in tags(cell)]
     return nb
+
+
+def times_itself(path: Path) -> bool:
+    return any(TIMING in tags(cell) for cell in notebook(path).cells)
 
 
 def code_cells(path: Path, solutions: bool = True) -> list[tuple[str, list[str]]]:

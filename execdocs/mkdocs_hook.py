@@ -13,7 +13,8 @@
 - on_page_content: code blocks left out of the search index, and made keyboard-scrollable
   (execdocs/reader_html.py). Diagrams need nothing here: each is a committed drawing (execdocs/diagrams.py).
 - on_page_markdown: make GPU-only blocks say so on the page.
-- labs (execdocs/labs.py): the downloadable notebooks, and each rendered lab page finished.
+- labs (execdocs/labs.py): the downloadable notebooks, and each rendered lab page finished; the labs
+  that mkdocs-jupyter's cache lacks are executed side by side at on_files (execdocs/lab_render.py).
 """
 
 import datetime
@@ -24,7 +25,7 @@ import re
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
-from execdocs import labs, page_cache, reader_html, runner, store
+from execdocs import lab_render, labs, page_cache, reader_html, runner, store
 from execdocs.environment import PREVIEW_ENV, can_run, machine_device, machine_stamp, preview
 from execdocs.examples import all_examples
 from execdocs.layout import DEVICES, EXAMPLES
@@ -90,6 +91,7 @@ def on_files(files, config):
             site_path = f"examples/{path.relative_to(EXAMPLES).as_posix()}"
             files.append(File.generated(config, site_path, abs_src_path=str(path)))
     files = labs.prepare_files(files, config)
+    lab_render.render_uncached(files, config)
     page_cache.start_build(config, files)
     return files
 

@@ -110,7 +110,7 @@ def first_and_later_ms(backend, model, x):
     return first, later
 
 
-# %% tags=["check"]
+# %% tags=["check", "timing"]
 timings = {}
 # Inductor's on-disk caches off: a cache warmed by an earlier run would let inductor skip compiling,
 # and its first call would then no longer show what compiling costs.

@@ -147,7 +147,7 @@ def run_suite(model, batch_sizes):
     return rows
 
 
-# %% tags=["check"]
+# %% tags=["check", "timing"]
 rows = run_suite(model, BATCH_SIZES)
 assert [row.get("batch") for row in rows] == BATCH_SIZES, f"expected one row per batch size {BATCH_SIZES}, got {rows}"
 for row in rows:
