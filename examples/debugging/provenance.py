@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 import transformers
 
+from debugging._debug_folder import source_lines
 from debugging._llama import in_package, small_llama, tokens
 
 # --8<-- [start:turned-on]
@@ -35,8 +36,6 @@ torch._functorch.config.enable_autograd_cache = False
 
 # --8<-- [start:patterns]
 HANDLE = re.compile(r"# \[Provenance debug handles\] (\S+)")
-FILE_COMMENT = re.compile(r"^\s*# File: (\S+?):(\d+) in (\w+), code: (.*)$")
-NODE_LINE = re.compile(r"^\s+(\w+): \"")
 STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 # --8<-- [end:patterns]
 
@@ -72,19 +71,6 @@ assert library > 0, "the library calls have handles too"
 
 
 # --8<-- [start:lines]
-def source_lines(graph_file: Path) -> dict[str, tuple[str, str]]:
-    """Each node of a readable graph file, with the '# File: path:line in function, code: ...' above it:
-    the stack trace Dynamo recorded in the node's meta, as the debug folder prints it."""
-    lines, where = {}, None
-    for line in graph_file.read_text().splitlines():
-        if match := FILE_COMMENT.match(line):
-            path, number, function, source = match.groups()
-            where = (f"{in_package(path)}:{number} in {function}", source.strip())
-        elif (match := NODE_LINE.match(line)) and where:
-            lines[match.group(1)] = where
-    return lines
-
-
 post_grad = source_lines(folder / "fx_graph_transformed.py")  # the graph after Inductor's own passes
 kernel_lines = [post_grad[node] for node in mapping["cppCodeToPost"][kernel] if node in post_grad]
 print(f"{kernel}: the lines of the model it computes")
