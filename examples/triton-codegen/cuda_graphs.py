@@ -16,6 +16,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 import compile_tools
+from _blocks import Block
 from benchmarking._cuda_graphs import GraphCounter
 
 torch.manual_seed(0)
@@ -30,16 +31,6 @@ def synchronize():
 
 
 # --8<-- [start:model]
-class Block(nn.Module):
-    def __init__(self, width):
-        super().__init__()
-        self.linear = nn.Linear(width, width)
-        self.norm = nn.LayerNorm(width)
-
-    def forward(self, x):
-        return self.norm(torch.nn.functional.gelu(self.linear(x)))
-
-
 model = nn.Sequential(*[Block(512) for _ in range(6)]).to(device).eval()
 x = torch.randn(8, 512, device=device)  # a small batch: every kernel is tiny
 

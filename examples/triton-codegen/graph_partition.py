@@ -16,6 +16,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 import compile_tools
+from _blocks import Block
 from benchmarking import _profile_diff
 from benchmarking._cuda_graphs import GraphCounter
 
@@ -40,16 +41,6 @@ def _(x):
 
 
 # --8<-- [start:model]
-class Block(nn.Module):
-    def __init__(self, width):
-        super().__init__()
-        self.linear = nn.Linear(width, width)
-        self.norm = nn.LayerNorm(width)
-
-    def forward(self, x):
-        return self.norm(torch.nn.functional.gelu(self.linear(x)))
-
-
 class QuantizedMiddle(nn.Module):
     """Six small blocks, with the activations between the third and the fourth fake-quantized."""
 
