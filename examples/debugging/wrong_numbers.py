@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -224,6 +225,7 @@ print("python repro.py: exit code", ran.returncode, "  AccuracyError:", "Accurac
 # --8<-- [end:repro-run]
 assert ran.returncode == 0 and "AccuracyError" not in ran.stderr, "without the pass, the repro compiles right"
 assert "accuracy=True, command='run'" in repro, "and it did compare: repro.py runs the accuracy check"
+shutil.rmtree(work)  # the program, the launcher, its checkpoints and repro.py
 
 
 # --8<-- [start:versus-eager]
