@@ -24,6 +24,7 @@ from torch._inductor.graph import GraphLowering
 from torch._inductor.utils import fresh_cache
 
 import compile_tools
+from _positions import add_positions
 from benchmarking import _profile_diff
 
 torch.manual_seed(0)
@@ -31,12 +32,6 @@ started = time.perf_counter()
 
 
 # --8<-- [start:function]
-def add_positions(x):
-    """x is (sequence, features); each row gets its position, scaled by the sequence length into [0, 1)."""
-    positions = torch.arange(x.shape[0], device=x.device).unsqueeze(1)
-    return torch.relu(x) + positions / (x.shape[0] + 1)
-
-
 # Dynamo keeps the graphs it compiled on the code object of the function it was called on, so each setting
 # below gets an entry point of its own: the same code inside, a cache of its own.
 def automatic(x):

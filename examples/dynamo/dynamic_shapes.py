@@ -11,18 +11,13 @@ import re
 import torch
 
 import compile_tools
+from _positions import add_positions
 
 torch.manual_seed(0)
 device = compile_tools.device()
 
 
 # --8<-- [start:function]
-def add_positions(x):
-    """x is (sequence, features); each row gets its position, scaled by the sequence length into [0, 1)."""
-    positions = torch.arange(x.shape[0], device=x.device).unsqueeze(1)
-    return torch.relu(x) + positions / (x.shape[0] + 1)
-
-
 def inputs_of(graph_module):
     """The graph's inputs as Dynamo typed them: tensor shapes with sizes or symbols, and symbolic ints."""
     described = []
