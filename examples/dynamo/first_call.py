@@ -231,6 +231,27 @@ if device.type == "cpu":
     # --8<-- [end:cpu-probe]
     assert probe_ms > 0.2 * inductor[CODEGEN], "the probe is a large part of the CPU's code generation stage"
 
+# --8<-- [start:system-key]
+# AOTAutograd's cache key includes CacheBase.get_system(), computed once per process: the GPU's name and CUDA's
+# version, and triton_key(), a hash of Triton's own files (its compiler's sources and libtriton). Each timed
+# alone in a fresh process, after torch, Inductor's cache module and the device are up, as they were here.
+key_probe = (
+    "import time, torch; from torch._inductor.codecache import CacheBase; "
+    "from torch._inductor.runtime.triton_compat import HAS_TRITON, triton_key; "
+    f"torch.empty(1, device='{device.type}'); start = time.perf_counter(); HAS_TRITON and triton_key(); "
+    "middle = time.perf_counter(); CacheBase.get_system(); end = time.perf_counter(); "
+    "print(f'{middle - start}|{end - middle}|{HAS_TRITON}')"
+)
+answer = subprocess.run([sys.executable, "-c", key_probe], capture_output=True, text=True, check=True)
+triton_key_s, rest_s, has_triton = answer.stdout.strip().split("|")
+triton_key_ms, rest_ms = float(triton_key_s) * 1e3, float(rest_s) * 1e3
+print(f"{'triton_key() alone, in a fresh process':<50}{triton_key_ms:>8.0f} ms   (Triton found: {has_triton})")
+print(f"{'the rest of CacheBase.get_system()':<50}{rest_ms:>8.0f} ms")
+print(f"{'the first call: ' + AOT:<50}{inductor[AOT]:>8.0f} ms")
+# --8<-- [end:system-key]
+if device.type == "cuda":
+    assert has_triton == "True" and triton_key_ms > 100, "hashing Triton's files takes a tenth of a second or more"
+
 # --8<-- [start:warm-cache]
 torch._dynamo.reset()  # Dynamo forgets the model; the cache folder on disk stays
 clear_compilation_metrics()
