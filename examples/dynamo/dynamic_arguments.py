@@ -24,7 +24,7 @@ from torch._inductor.graph import GraphLowering
 from torch._inductor.utils import fresh_cache
 
 import compile_tools
-from _positions import add_positions
+from _dynamic_functions import add_positions, repeat, scale
 from benchmarking import _profile_diff
 
 torch.manual_seed(0)
@@ -339,16 +339,6 @@ class KeepsDynamoGraphs:
     def __call__(self, graph_module, example_inputs):
         self.inputs.append(inputs_of(graph_module))
         return self.aot(graph_module, example_inputs)
-
-
-def scale(x, factor):  # a number used only in arithmetic
-    return x * factor
-
-
-def repeat(x, steps):  # an int that decides how many times the loop runs
-    for _ in range(steps):
-        x = x + 1
-    return x
 
 
 def fill(x, factor):  # a float that an op takes as a Python number

@@ -11,7 +11,7 @@ import re
 import torch
 
 import compile_tools
-from _positions import add_positions
+from _dynamic_functions import add_positions, repeat, scale
 
 torch.manual_seed(0)
 device = compile_tools.device()
@@ -237,16 +237,6 @@ assert str(square[0]) == str(square[1]), "duck sizing: equal sizes on the first 
 
 
 # --8<-- [start:int-arguments]
-def scale(x, factor):  # an int used only in arithmetic
-    return x * factor
-
-
-def repeat(x, steps):  # an int that decides how many times the loop runs
-    for _ in range(steps):
-        x = x + 1
-    return x
-
-
 int_graphs = {}
 for fn, values in ((scale, (2, 3, 4)), (repeat, (2, 3, 4)), (scale, (0.5, 0.25, 0.125))):
     torch._dynamo.reset()
