@@ -99,7 +99,7 @@ with torch._dynamo.config.patch(compiled_autograd=True):
     whole_step = torch.compile(lambda: _whole_step.backward(model, inputs), backend=keeping(graphs))
 whole_step()
 captured = next(graph for _, captures, graph in graphs if captures > 0)  # AOTAutograd sees it as a forward graph
-rows["whole step, compiled autograd"] = product_dtypes(graph_calls(captured))
+rows["forward and backward under compiled autograd"] = product_dtypes(graph_calls(captured))
 
 print(
     f"torch {torch.__version__}, backward_pass_autocast defaults to {torch._functorch.config.backward_pass_autocast!r}"
@@ -113,8 +113,11 @@ attention_fp32 = "bmm fp32 x8"  # 2 layers x 4: the attention's two products, ea
 assert attention_fp32 in rows["eager, SDPA's math path"], rows
 assert "bmm bf16 x8" in rows["torch.compile(model), backward_pass_autocast='same_as_forward'"], rows
 assert attention_fp32 in rows["torch.compile(model), backward_pass_autocast='off'"], rows
-assert attention_fp32 in rows["whole step, compiled autograd"], rows
-# The pooler's two weight products: the compiled model's backward computes them (on zeros), eager's and
-# compiled autograd's do not
-assert "mm bf16 x24" in rows["eager, SDPA's math path"] and "mm bf16 x24" in rows["whole step, compiled autograd"]
+assert attention_fp32 in rows["forward and backward under compiled autograd"], rows
+# The pooler's two products, for the gradients of its weight and of its input: the compiled model's backward
+# computes them (from zeros), eager's and compiled autograd's do not
+assert (
+    "mm bf16 x24" in rows["eager, SDPA's math path"]
+    and "mm bf16 x24" in rows["forward and backward under compiled autograd"]
+)
 assert "mm bf16 x26" in rows["torch.compile(model), backward_pass_autocast='same_as_forward'"], rows
