@@ -23,8 +23,8 @@ PRODUCTS = {"mm", "bmm", "addmm", "baddbmm"}
 DTYPES = {torch.bfloat16: "bf16", torch.float32: "fp32"}
 
 model = _zoo.build("BERT-base", torch.device("cpu"), **SMALL).train()
-_zoo.TOKENS.update(batch=2, seq=64)  # a small batch: only the dtypes matter here
-inputs = _zoo.input_maker("BERT-base", model, torch.device("cpu"), train=True)()
+# a small batch: only the dtypes matter here
+inputs = _zoo.input_maker("BERT-base", model, torch.device("cpu"), train=True, batch=2, seq=64)()
 
 
 def product_dtypes(calls) -> str:
