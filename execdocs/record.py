@@ -127,20 +127,27 @@ def main() -> int:
         pages = {example.name: quoting_pages(example) for example in examples}
     started = time.perf_counter()
     runs_wanted = 2 if arguments.twice else 1
+
+    def succeeded(runs: list[Result]) -> bool:
+        return len(runs) == runs_wanted and all(run.ok for run in runs)
+
+    def report(runs: list[Result]) -> None:
+        """Print how the example's runs went and, for a pair, save its reproduction report beside the recording
+        that was just kept: each example's pair is complete on disk as soon as it finishes."""
+        for number, result in enumerate(runs, start=1):
+            print(status_line(result, f"run {number} of 2: " if arguments.twice else ""), flush=True)
+        if arguments.twice and succeeded(runs):
+            first, second = runs
+            pair = make_report(first, second)
+            print(f"\n{report_text(pair, second, pages[first.example], save_report(pair))}\n", flush=True)
+
     if arguments.twice:
-        attempts = record_twice(examples, device, jobs=arguments.jobs)
+        attempts = record_twice(examples, device, report, jobs=arguments.jobs)
     else:
-        attempts = [[result] for result in record(examples, device, jobs=arguments.jobs)]
-    for attempt in attempts:
-        for number, result in enumerate(attempt, start=1):
-            print(status_line(result, f"run {number} of 2: " if arguments.twice else ""))
-    succeeded = [runs for runs in attempts if len(runs) == runs_wanted and all(run.ok for run in runs)]
-    if arguments.twice:
-        for first, second in succeeded:
-            report = make_report(first, second)
-            print(f"\n{report_text(report, second, pages[first.example], save_report(report))}")
-    print(f"recorded {len(succeeded)} of {len(attempts)} on {device} in {time.perf_counter() - started:.0f} s")
-    return 0 if len(succeeded) == len(attempts) else 1
+        attempts = record(examples, device, report, jobs=arguments.jobs)
+    recorded = sum(map(succeeded, attempts))
+    print(f"recorded {recorded} of {len(attempts)} on {device} in {time.perf_counter() - started:.0f} s")
+    return 0 if recorded == len(attempts) else 1
 
 
 if __name__ == "__main__":

@@ -119,15 +119,23 @@ def ensure_all(pairs: list[tuple[Example, str]], jobs: int = 2) -> dict[tuple[st
     return {(example.name, device): result for (example, device), result in zip(unique, results, strict=True)}
 
 
-def _each_on(examples: list[Example], device: str, jobs: int, run):
+def _each_on(examples: list[Example], device: str, jobs: int, run, done):
+    """`run` each example this device runs, `jobs` at a time, handing each one's runs to `done` as soon as it
+    finishes: a recording cut short (a time limit on a GPU machine) keeps what finished, and says so."""
     targets = [example for example in examples if example.runs_on(device)]
+
+    def run_and_hand_over(example: Example) -> list[Result]:
+        runs = run(example)
+        done(runs)
+        return runs
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(run, targets))
+        return list(pool.map(run_and_hand_over, targets))
 
 
-def record(examples: list[Example], device: str, jobs: int = 1) -> list[Result]:
+def record(examples: list[Example], device: str, done, jobs: int = 1) -> list[list[Result]]:
     """Re-run these examples on this machine's device whatever the store holds (`nox -s record`)."""
-    return _each_on(examples, device, jobs, lambda example: run_now(example, device))
+    return _each_on(examples, device, jobs, lambda example: [run_now(example, device)], done)
 
 
 def run_twice(example: Example, device: str) -> list[Result]:
@@ -141,6 +149,6 @@ def run_twice(example: Example, device: str) -> list[Result]:
     return [first, second]
 
 
-def record_twice(examples: list[Example], device: str, jobs: int = 1) -> list[list[Result]]:
+def record_twice(examples: list[Example], device: str, done, jobs: int = 1) -> list[list[Result]]:
     """`record`, with each example run twice in a row (`nox -s record -- --twice`): the runs made of each."""
-    return _each_on(examples, device, jobs, lambda example: run_twice(example, device))
+    return _each_on(examples, device, jobs, lambda example: run_twice(example, device), done)
