@@ -6,6 +6,7 @@ Run it as it is: `python examples/extending/triton_ops.py`. Without a GPU the ke
 Triton's interpreter (TRITON_INTERPRET=1), on CPU tensors.
 """
 
+import functools
 import os
 
 import torch
@@ -15,9 +16,11 @@ if not torch.cuda.is_available():
 
 import triton
 import triton.language as tl
+from torch._inductor.utils import fresh_cache
 from torch.library import triton_op, wrap_triton
 
 import compile_tools
+from benchmarking import _profile_diff
 
 torch.manual_seed(0)
 device = compile_tools.device()
@@ -103,7 +106,8 @@ assert len(compile_tools.kernel_names(opaque_wrapper)) == 2, "one kernel for the
 torch._dynamo.reset()
 compiled = torch.compile(block, fullgraph=True, dynamic=False)
 try:
-    with compile_tools.captured_logs(post_grad_graphs=True) as graph_log:
+    # An empty cache: a graph Inductor finds in its cache is not lowered again, so its post-grad graph is not logged
+    with fresh_cache(), compile_tools.captured_logs(post_grad_graphs=True) as graph_log:
         wrapper, *_ = compile_tools.generated_code(compiled, x, bias)
     triton_op_error = None
 except Exception as error:  # noqa: BLE001 - under the interpreter, as the reader would see it
@@ -132,15 +136,23 @@ else:
 
 # --8<-- [start:timing]
 if device.type == "cuda":  # under the interpreter, a time would measure Python, not the kernel
-    print(f"{'elements':>10}  {'opaque op ms':>12}  {'triton_op ms':>12}  {'opaque / triton_op':>18}")
-    ratios = {}
+    # The Benchmarking chapter's paired timing: blocks of calls of the two, interleaved, host and GPU time apart
+    print(f"{'elements':>10}  {'opaque / triton_op':>18}  {'p10-p90':>9}   host us per call  GPU us per call")
+    paired = {}
     for n_elements in (2**12, 2**24):
         x, bias = torch.randn(n_elements, device=device), torch.randn(n_elements, device=device)
-        opaque_ms = compile_tools.timing_ms(compiled_opaque, x, bias)["median"]
-        triton_op_ms = compile_tools.timing_ms(compiled, x, bias)["median"]
-        ratios[n_elements] = opaque_ms / triton_op_ms
-        print(f"{n_elements:>10}  {opaque_ms:12.4f}  {triton_op_ms:12.4f}  {ratios[n_elements]:18.2f}")
+        pair = _profile_diff.compare(functools.partial(compiled_opaque, x, bias), functools.partial(compiled, x, bias))
+        opaque, op = pair["eager"], pair["compiled"]  # compare() names its two sides eager and compiled
+        low, high = pair["speedup_range"]
+        print(f"{n_elements:>10}  {pair['speedup']:18.2f}  {low:4.2f}-{high:4.2f}   "
+              f"{1e3 * opaque['host_ms']:6.1f} / {1e3 * op['host_ms']:5.1f}    "
+              f"{1e3 * opaque['busy_ms']:6.1f} / {1e3 * op['busy_ms']:5.1f}")
+        paired[n_elements] = pair
 # --8<-- [end:timing]
 if device.type == "cuda":
-    assert ratios[2**12] > 1.0, "small input: the opaque op's Python dispatch and launch cost more per call"
-    assert 0.8 < ratios[2**24] < 1.25, "large input: the same kernel does the work, at the same speed"
+    small, large = paired[2**12], paired[2**24]
+    assert small["eager"]["host_ms"] > small["compiled"]["host_ms"], "the opaque op's Python dispatch costs host time"
+    assert small["speedup"] > 1.0, "small input: the opaque op's call takes longer"
+    gpu_ratio = large["eager"]["busy_ms"] / large["compiled"]["busy_ms"]
+    assert 0.8 < gpu_ratio < 1.25, f"large input: the same kernel does the work, as fast: {gpu_ratio:.2f}"
+    assert 0.8 < large["speedup"] < 1.25, "large input: the GPU's work sets the time, the same for both"
