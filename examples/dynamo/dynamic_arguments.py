@@ -20,6 +20,7 @@ from torch._dynamo import utils as dynamo_utils
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list, make_set_enable_dynamic
 from torch._dynamo.testing import CompileCounterWithBackend
+from torch._inductor import cpu_vec_isa
 from torch._inductor.graph import GraphLowering
 from torch._inductor.utils import fresh_cache
 
@@ -75,6 +76,9 @@ def warm_up(x):
     return add_positions(x)
 
 
+# The CPU's instruction-set tests run once per process and build their test programs into the cache they
+# find: here the shared one, where an earlier run left them, and not the throwaway one below.
+cpu_vec_isa.pick_vec_isa()
 with fresh_cache():  # start the compiler once (workers, imports), so that no setting below pays for it
     warm_up_start = time.perf_counter()
     torch.compile(warm_up)(rows(4))
