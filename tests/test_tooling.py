@@ -221,3 +221,19 @@ def test_record_accepts_g_plus_plus_or_no_cxx(monkeypatch, compiler):
     else:
         monkeypatch.setenv("CXX", compiler)
     record.refuse_another_compiler()
+
+
+def test_record_hands_over_each_examples_runs_before_the_next_example_starts(monkeypatch):
+    """A recording cut short by a time limit keeps the pairs that finished: each example's runs reach `done`,
+    which prints them and saves the pair's report, before the next example runs."""
+    monkeypatch.setattr(Example, "source", "# execdocs: devices=cuda\n")
+    events = []
+
+    def run_twice(example, device):
+        events.append(f"ran {example.name}")
+        return [example.name, example.name]
+
+    monkeypatch.setattr(runner, "run_twice", run_twice)
+    examples = [Example("demo/first"), Example("demo/second")]
+    runner.record_twice(examples, "cuda", lambda runs: events.append(f"done {runs[0]}"))
+    assert events == ["ran demo/first", "done demo/first", "ran demo/second", "done demo/second"]
