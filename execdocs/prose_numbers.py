@@ -47,3 +47,8 @@ def summary_prose(page: str, markdown: str) -> str:
 def figures(text: str) -> list[str]:
     """Each figure with a unit in `text`, once, in order."""
     return list(dict.fromkeys(FIGURE.findall(text)))
+
+
+def printed(figure: str, output: str) -> bool:
+    """Whether `output` prints `figure` as a number of its own: "27" is not in "0.427", nor in "27.4"."""
+    return re.search(rf"(?<![\d.]){re.escape(figure)}(?!\d|\.\d)", output) is not None
