@@ -61,7 +61,8 @@ for length, frames, text, numbered in calls:
     recompiles = sum(bool(RECOMPILING.match(line)) for line in lines)
     failures = [line.strip() for line in lines if RECOMPILE_REASON.match(line.strip())]
     print(f"call with {length} tokens: {frames} frames compiled, {len(breaks)} graph-break messages, "
-          f"{recompiles} recompiles ({len(failures)} guard failures listed); frames numbered so far: {numbered}")  # fmt: skip
+          f"{recompiles} recompiles ({len(failures)} guard failures listed); "
+          f"frames numbered so far: {numbered}")  # fmt: skip
     for place in sorted({place for place, _ in breaks}, key=[place for place, _ in breaks].index):
         here = [gave_up for at, gave_up in breaks if at == place]
         print(f"  graph break x{len(here)} at {place}, {sum(here)} of them gave up on the whole frame")
@@ -103,8 +104,10 @@ fixed = torch._dynamo.explain(small_llama("eager"))(input_ids=tokens(16), output
 print(f"attn_implementation='eager', explain: {fixed.graph_count} graphs, {len(fixed.break_reasons)} break reasons")
 with compile_tools.captured_logs(graph_breaks=True) as log:
     torch.compile(small_llama("eager"), backend="eager")(input_ids=tokens(16), output_attentions=True)
-fixed_breaks = [in_package(match.group(1)) for line in log.getvalue().splitlines() if (match := BREAK_AT.match(line))]
-print(f"attn_implementation='eager', the graph_breaks log: {len(fixed_breaks)} messages, at {sorted(set(fixed_breaks))}")
+fixed_breaks = [in_package(match.group(1)) for line in log.getvalue().splitlines()
+                if (match := BREAK_AT.match(line))]
+print(f"attn_implementation='eager', the graph_breaks log: {len(fixed_breaks)} messages, "
+      f"at {sorted(set(fixed_breaks))}")
 # --8<-- [end:the-fix]
 assert len(small_llama("sdpa")(input_ids=tokens(16), output_attentions=True).attentions) == 0, "sdpa: none"
 assert fixed.graph_count < report.graph_count and not fixed.break_reasons, "no more break in the attention"

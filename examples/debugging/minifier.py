@@ -97,7 +97,8 @@ minified = subprocess.run(
     text=True,
 )
 log = [line for line in tidy(minified.stdout + minified.stderr).splitlines() if line.strip()]
-steps = [line for line in log if line.startswith(("Started off", "Trying", "Strategy:", "FAIL", "SUCCESS", "Made ", "Wrote"))]
+steps = [line for line in log
+         if line.startswith(("Started off", "Trying", "Strategy:", "FAIL", "SUCCESS", "Made ", "Wrote"))]
 first_success = next(i for i, line in enumerate(steps) if line.startswith("SUCCESS"))
 print("\n".join(steps[: first_success + 1]))  # the first round in full: each strategy, and whether it still failed
 print(f"... {sum(line.startswith('Strategy:') for line in steps[first_success:])} more strategies; from here, "
@@ -126,8 +127,9 @@ print("wrong.py at repro level 4: exit code", checked.returncode)
 print("\n".join(line for line in checked.stderr.splitlines() if line.startswith("torch._dynamo.debug_utils.")))
 launchers = sorted(work.glob("torch_compile_debug/run_*/minifier/minifier_launcher.py"), key=os.path.getmtime)
 accuracy_launcher = launchers[-1]
-print("its launcher runs:", next(line.strip() for line in accuracy_launcher.read_text().splitlines() if "run_repro(" in line
-                                 and not line.strip().startswith("#")).split(", save_dir")[0] + ", ...)")  # fmt: skip
+run_repro_line = next(line.strip() for line in accuracy_launcher.read_text().splitlines()
+                      if "run_repro(" in line and not line.strip().startswith("#"))
+print("its launcher runs:", run_repro_line.split(", save_dir")[0] + ", ...)")
 minified = subprocess.run(
     [sys.executable, str(accuracy_launcher), "minify", "--no-isolate"], cwd=work, env=env_level_4,
     capture_output=True, text=True,

@@ -93,7 +93,8 @@ for shapes in (8, 9):
     graphs = CompileCounterWithBackend("eager")
     try:
         with torch.no_grad():
-            torch.compile(one_region_at_many_shapes, backend=graphs, fullgraph=True)(model, torch.randn(32, WIDTH), shapes)
+            compiled = torch.compile(one_region_at_many_shapes, backend=graphs, fullgraph=True)
+            compiled(model, torch.randn(32, WIDTH), shapes)
         outcome[shapes] = "compiled"
         calls = sum(node.target is INVOKE_SUBGRAPH for node in graphs.graphs[0].graph.nodes)
         print(f"{shapes} shapes in one graph: compiled, {len(graphs.graphs)} graph, "

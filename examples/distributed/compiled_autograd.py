@@ -58,7 +58,8 @@ def all_reduce_sizes(output_code: str) -> list[int]:
     size of the buffer it is given, found where the code allocates it or views another buffer as it."""
     defined = {}
     for line in output_code.splitlines():
-        if match := re.match(r"\s+(buf\d+) = (?:empty_strided_\w+|reinterpret_tensor)\((?:buf\d+, )?\(([\d, ]+)\)", line):
+        allocation = r"\s+(buf\d+) = (?:empty_strided_\w+|reinterpret_tensor)\((?:buf\d+, )?\(([\d, ]+)\)"
+        if match := re.match(allocation, line):
             defined[match[1]] = math.prod(int(d) for d in match[2].split(",") if d.strip())
         elif match := re.match(r"\s+(buf\d+) = (buf\d+); del", line):  # a buffer reused under a new name
             defined[match[1]] = defined.get(match[2])
