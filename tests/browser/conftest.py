@@ -1,4 +1,4 @@
-"""A headless Chromium for each test, and the built site served from localhost.
+"""A headless Chromium for each window a test reads in, and the built site served from localhost.
 
 `nox -s tests` runs these after its strict build and names that build's folder in EXECDOCS_SITE.
 Without Chromium, or without a built site, the tests skip and say why.
@@ -32,8 +32,7 @@ def window() -> str:
     return "laptop"
 
 
-@pytest.fixture
-def driver(chromium_here, tmp_path, window):
+def start_chromium(window: str, profile: Path):
     os.environ["SE_OFFLINE"] = "true"  # selenium must not look for a browser or driver to download
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -41,7 +40,7 @@ def driver(chromium_here, tmp_path, window):
     width, height = WINDOWS[window]
     options = webdriver.ChromeOptions()
     options.binary_location = chromium()
-    for flag in [*FLAGS, profile_flag(tmp_path / "profile"), f"--window-size={width},{height}", ONLY_LOCALHOST]:
+    for flag in [*FLAGS, profile_flag(profile), f"--window-size={width},{height}", ONLY_LOCALHOST]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     browser = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver()))
@@ -49,8 +48,29 @@ def driver(chromium_here, tmp_path, window):
     if width < HEADLESS_MIN_WIDTH:
         screen = {"width": width, "height": height, "deviceScaleFactor": 0, "mobile": True}
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", screen)  # kept across page loads
+    return browser
+
+
+@pytest.fixture(scope="session")
+def browsers(chromium_here, tmp_path_factory):
+    """One Chromium per window for this worker's tests, started when a test first needs that window:
+    a start costs about a second and a half of a 2-core machine. page_checks.open_page clears what a
+    page stored, so each test still opens its page as a first visit."""
+    started = {}
+
+    def browser(window: str):
+        if window not in started:
+            started[window] = start_chromium(window, tmp_path_factory.mktemp(f"profile-{window}"))
+        return started[window]
+
     yield browser
-    browser.quit()
+    for browser in started.values():
+        browser.quit()
+
+
+@pytest.fixture
+def driver(browsers, window):
+    return browsers(window)
 
 
 @pytest.fixture(scope="session")

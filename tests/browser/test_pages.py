@@ -147,6 +147,15 @@ def test_the_dark_mode_toggle_switches_palette_and_plots_stay_visible(driver, si
         assert plot_contrast(driver) >= 4.5, f"plots are hard to see in the {expected} scheme"
 
 
+def test_a_page_opens_as_a_first_visit_after_a_reader_picked_a_palette(driver, site_url):
+    """The browser serves test after test: a palette one test picks must not reach the next test's page."""
+    open_page(driver, site_url + PAGES["overview"], "light")
+    shown(driver, "form[data-md-component=palette] label").click()  # Material stores the pick for the site
+    WebDriverWait(driver, RENDER_WAIT_S).until(lambda d: scheme(d) == "slate")
+    open_page(driver, site_url + PAGES["overview"], "light")
+    assert scheme(driver) == "default", "the palette picked on an earlier visit came back"
+
+
 def test_search_finds_graph_breaks(driver, site_url):
     open_page(driver, site_url + PAGES["overview"], "light")
     shown(driver, "label.md-header__button[for=__search], .md-search__input").click()
