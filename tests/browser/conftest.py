@@ -64,8 +64,8 @@ def browsers(chromium_here, tmp_path_factory):
         return started[window]
 
     yield browser
-    for browser in started.values():
-        browser.quit()
+    for each in started.values():
+        each.quit()
 
 
 @pytest.fixture

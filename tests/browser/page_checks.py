@@ -25,10 +25,9 @@ RENDER_WAIT_S = 20  # how long a diagram may take to draw before it counts as no
 def open_page(driver, url: str, palette: str) -> None:
     """Load the page as a reader whose system asks for `palette`, with nothing stored from an earlier visit
     (the browser serves one test after another: its cache and the site's stored palette are cleared)."""
-    site = urlsplit(url)
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
     driver.get("about:blank")  # a page of the site left open would write its storage back after the clearing
     driver.execute_cdp_cmd("Network.clearBrowserCache", {})
-    origin = f"{site.scheme}://{site.netloc}"
     driver.execute_cdp_cmd("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
     driver.execute_cdp_cmd(
         "Emulation.setEmulatedMedia",
