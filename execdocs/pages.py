@@ -173,12 +173,18 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
     if unmatched:
         return (
             f"{where}: no line of the {device} output of section '{reference.section}' contains "
-            f"{', '.join(map(repr, unmatched))}; the output changed since the page quoted it: "
+            f"{', '.join(map(repr, unmatched))} (a quote that begins with ^: begins with the rest); the output changed since the page quoted it: "
             "quote a line it prints now, and re-read the figures the prose takes from it."
         )
     return None
 
 
+def quote_matches(quote: str, line: str) -> bool:
+    """Whether show_quote's `quote` picks `line`: a line that contains it, or, for a quote that begins with
+    "^", a line that begins with the rest (a table's row, and not the header that holds the same text)."""
+    return line.startswith(quote[1:]) if quote.startswith("^") else quote in line
+
+
 def missing_quotes(text: str, quotes: tuple[str, ...]) -> list[str]:
-    """The quotes that no line of `text` contains."""
-    return [quote for quote in quotes if not any(quote in line for line in text.splitlines())]
+    """The quotes that pick no line of `text`."""
+    return [quote for quote in quotes if not any(quote_matches(quote, line) for line in text.splitlines())]

@@ -17,7 +17,15 @@ import textwrap
 from execdocs import runner
 from execdocs.environment import can_run, machine_device, preview
 from execdocs.examples import Example
-from execdocs.pages import Reference, default_device, is_recording_gap, missing_quotes, parse_target, problem
+from execdocs.pages import (
+    Reference,
+    default_device,
+    is_recording_gap,
+    missing_quotes,
+    parse_target,
+    problem,
+    quote_matches,
+)
 from execdocs.store import Result
 
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
@@ -96,7 +104,7 @@ def quoted_lines(target: str, text: str, quotes: tuple[str, ...]) -> str:
     unmatched = missing_quotes(text, quotes)
     if unmatched:
         raise ShowError(f"show_quote: no line of {target}'s output contains {', '.join(map(repr, unmatched))}")
-    return "\n".join(line for line in text.splitlines() if any(quote in line for quote in quotes))
+    return "\n".join(line for line in text.splitlines() if any(quote_matches(quote, line) for quote in quotes))
 
 
 def render(
@@ -137,8 +145,9 @@ def show(target: str, device: str | None = None, lang: str = "text") -> None:
 
 
 def show_quote(target: str, *quotes: str, device: str | None = None) -> None:
-    """Print the lines of a section's output that contain `quotes`: for a page that cites figures another
-    page measured, so that each figure is the output itself and a changed output fails the build."""
+    """Print the lines of a section's output that contain `quotes` (a quote that begins with "^": the lines that
+    begin with the rest): for a page that cites figures another page measured, so that each figure is the
+    output itself and a changed output fails the build."""
     print_to_block(render(target, device, quotes=quotes)[0])
 
 

@@ -55,3 +55,11 @@ def test_a_planted_figure_that_no_output_prints_is_found():
 def test_a_figure_counts_as_printed_only_as_a_number_of_its_own():
     assert printed("27", "11.578 ms, 27 times") and printed("0.42", "(0.42-0.43)")
     assert not printed("27", "0.423 (0.418-0.427)") and not printed("27", "27.4x") and not printed("0.42", "0.422")
+
+
+def test_a_quote_that_begins_with_a_caret_picks_the_rows_that_begin_with_it_and_not_a_header():
+    table = "hook, at ranks:      2       8\npre_forward       24.5    26.6\n    2     62.8    66%\n"
+    assert quoted_lines("demo:table", table, ("    2 ",)).splitlines() == [table.splitlines()[0], "    2     62.8    66%"]
+    assert quoted_lines("demo:table", table, ("^    2 ",)) == "    2     62.8    66%"
+    with pytest.raises(ShowError, match="no line"):
+        quoted_lines("demo:table", table, ("^2 ",))
