@@ -173,7 +173,8 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
     if unmatched:
         return (
             f"{where}: no line of the {device} output of section '{reference.section}' contains "
-            f"{', '.join(map(repr, unmatched))} (a quote that begins with ^: begins with the rest); the output changed since the page quoted it: "
+            f"{', '.join(map(repr, unmatched))} (a quote that begins with ^: begins with the rest); "
+            "the output changed since the page quoted it: "
             "quote a line it prints now, and re-read the figures the prose takes from it."
         )
     return None

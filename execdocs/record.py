@@ -74,7 +74,7 @@ def refuse_another_compiler() -> None:
         raise SystemExit(
             f"not recorded: CXX is {compiler!r}, and the recordings are made with g++, as the GPU image sets it "
             "(a compiler that links libstdc++ statically makes AOTInductor packages that do not load: "
-            "docs/deploying/aoti.md); run `export CXX=g++` and record again. Nothing was run."
+            "docs/deploying/aoti_load.md); run `export CXX=g++` and record again. Nothing was run."
         )
 
 

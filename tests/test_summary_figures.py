@@ -59,7 +59,8 @@ def test_a_figure_counts_as_printed_only_as_a_number_of_its_own():
 
 def test_a_quote_that_begins_with_a_caret_picks_the_rows_that_begin_with_it_and_not_a_header():
     table = "hook, at ranks:      2       8\npre_forward       24.5    26.6\n    2     62.8    66%\n"
-    assert quoted_lines("demo:table", table, ("    2 ",)).splitlines() == [table.splitlines()[0], "    2     62.8    66%"]
-    assert quoted_lines("demo:table", table, ("^    2 ",)) == "    2     62.8    66%"
+    row = "    2     62.8    66%"
+    assert quoted_lines("demo:table", table, ("    2 ",)).splitlines() == [table.splitlines()[0], row]
+    assert quoted_lines("demo:table", table, ("^    2 ",)) == row
     with pytest.raises(ShowError, match="no line"):
         quoted_lines("demo:table", table, ("^2 ",))
