@@ -172,9 +172,8 @@ def problem(reference: Reference, device: str, result: Result | None, can_run_he
     unmatched = missing_quotes(result.sections[reference.section], reference.quotes)
     if unmatched:
         return (
-            f"{where}: no line of the {device} output of section '{reference.section}' contains "
-            f"{', '.join(map(repr, unmatched))} (a quote that begins with ^: begins with the rest); "
-            "the output changed since the page quoted it: "
+            f"{where}: no line of the {device} output of section '{reference.section}' "
+            f"{what_quotes_ask(unmatched)}; the output changed since the page quoted it: "
             "quote a line it prints now, and re-read the figures the prose takes from it."
         )
     return None
@@ -184,6 +183,13 @@ def quote_matches(quote: str, line: str) -> bool:
     """Whether show_quote's `quote` picks `line`: a line that contains it, or, for a quote that begins with
     "^", a line that begins with the rest (a table's row, and not the header that holds the same text)."""
     return line.startswith(quote[1:]) if quote.startswith("^") else quote in line
+
+
+def what_quotes_ask(quotes: list[str]) -> str:
+    """For an error: what the lines were asked for, e.g. "contains 'eager', begins with '    2 '"."""
+    return ", ".join(
+        f"begins with {quote[1:]!r}" if quote.startswith("^") else f"contains {quote!r}" for quote in quotes
+    )
 
 
 def missing_quotes(text: str, quotes: tuple[str, ...]) -> list[str]:

@@ -25,6 +25,7 @@ from execdocs.pages import (
     parse_target,
     problem,
     quote_matches,
+    what_quotes_ask,
 )
 from execdocs.store import Result
 
@@ -103,7 +104,7 @@ def quoted_lines(target: str, text: str, quotes: tuple[str, ...]) -> str:
     """The lines of a section's output that contain one of `quotes`, in output order; every quote must match."""
     unmatched = missing_quotes(text, quotes)
     if unmatched:
-        raise ShowError(f"show_quote: no line of {target}'s output contains {', '.join(map(repr, unmatched))}")
+        raise ShowError(f"show_quote: no line of {target}'s output {what_quotes_ask(unmatched)}")
     return "\n".join(line for line in text.splitlines() if any(quote_matches(quote, line) for quote in quotes))
 
 

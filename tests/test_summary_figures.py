@@ -62,5 +62,5 @@ def test_a_quote_that_begins_with_a_caret_picks_the_rows_that_begin_with_it_and_
     row = "    2     62.8    66%"
     assert quoted_lines("demo:table", table, ("    2 ",)).splitlines() == [table.splitlines()[0], row]
     assert quoted_lines("demo:table", table, ("^    2 ",)) == row
-    with pytest.raises(ShowError, match="no line"):
+    with pytest.raises(ShowError, match="no line of demo:table's output begins with '2 '"):
         quoted_lines("demo:table", table, ("^2 ",))
