@@ -56,7 +56,7 @@ if len(sys.argv) > 2 and sys.argv[1] == "first-calls":
 
 device = compile_tools.device()
 cuda = device.type == "cuda"
-if cuda:  # a CUDA package's kernels are Triton's, not vectorized C++: skip the ISA tests, a minute (aoti.md)
+if cuda:  # a CUDA package's kernels are Triton's, not vectorized C++: skip the ISA tests, a minute (aoti_load.md)
     os.environ.update(_serve.SKIP_ISA_PROBES)  # for this process's Inductor and every process it starts
     torch._inductor.config.cpp.vec_isa_ok = False  # the same, had Inductor's config read the environment already
 else:
