@@ -77,11 +77,11 @@ def environment_line(device: str, stamp: dict) -> str:
     if "nccl" in stamp:
         parts.append(f"NCCL {stamp['nccl']}")
     if "host" in stamp:
-        parts.append(f"host {stamp['host']}{_host_speed(stamp)}")
+        parts.append(f"host {stamp['host']}{host_speed(stamp)}")
     return " · ".join(parts)
 
 
-def _host_speed(stamp: dict) -> str:
+def host_speed(stamp: dict) -> str:
     """The host yardstick of a GPU recording (examples/host_yardstick.py): launch-bound times scale with it."""
     if "host_small_op_us" not in stamp:
         return ""

@@ -15,7 +15,7 @@ from html import escape
 
 from execdocs import store
 from execdocs.examples import Example, all_examples
-from execdocs.render import print_to_block
+from execdocs.render import host_speed, print_to_block
 from execdocs.reproduction import Report, Row, load, quoting_pages, rows, summary
 
 COLUMNS = ("Page", "Quoted", "First run", "Second run (committed)", "Difference", "Agrees")
@@ -41,7 +41,7 @@ def _cells(row: Row) -> list[str]:
 
 def _runs(report: Report) -> str:
     runs = [
-        f"{order} run {stamp['date']}, torch {escape(stamp['torch'])}, {seconds:.0f} s"
+        f"{order} run {stamp['date']}, torch {escape(stamp['torch'])}, {seconds:.0f} s{host_speed(stamp)}"
         for order, stamp, seconds in zip(("First", "second"), report.stamps, report.seconds, strict=True)
     ]
     where = report.stamps[-1].get("gpu", "GPU").removeprefix("NVIDIA ") if report.device == "cuda" else "CPU"

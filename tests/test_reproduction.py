@@ -208,6 +208,20 @@ def test_a_current_check_shows_each_quoted_number_and_a_summary(chapter, capsys)
     assert "First run 2026-01-01, torch 2.11, 0 s · second run 2026-01-01, torch 2.11, 0 s · H100" in shown
 
 
+def test_each_run_of_a_check_names_its_host_yardstick(chapter, capsys):
+    def on_a_host(timing: str, op: str, call: str) -> Result:
+        stamp = {**STAMP, "host_small_op_us": op, "host_small_compiled_call_us": call}
+        return dataclasses.replace(result(timing), stamp=stamp)
+
+    reproduction.save(make_report(on_a_host(FIRST, "6.8", "27.6"), on_a_host(SECOND, "9.4", "49.2")))
+    show_reproduction("demo")
+    shown = capsys.readouterr().out
+    assert "First run 2026-01-01, torch 2.11, 0 s (launches a small op in 6.8 µs, a small compiled call in 27.6 µs" in (
+        shown
+    )
+    assert "second run 2026-01-01, torch 2.11, 0 s (launches a small op in 9.4 µs" in shown
+
+
 def test_a_report_is_made_from_a_first_run_recorded_elsewhere(chapter):
     first = chapter / "first.json"
     first.write_text(store.as_json(dataclasses.replace(result(FIRST), seconds=12.5)))
