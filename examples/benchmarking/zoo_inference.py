@@ -12,12 +12,15 @@ import _harness
 import _zoo
 import _zoo_causes
 import _zoo_run
+import host_yardstick
 
 import compile_tools
 
 started = time.perf_counter()
 device = compile_tools.device()
 BUDGET_S = 330  # start no new model after this: the zoo and its experiments must fit a 10-minute job
+# The host yardstick in this process before the first model; the host-drift block measures it again after the last
+yardstick_before = host_yardstick.measure()
 
 # --8<-- [start:run]
 rows = _zoo_run.run_zoo(_zoo.ZOO, device, train=False, budget_s=BUDGET_S, started=started)
@@ -42,6 +45,19 @@ if device.type == "cuda":
     assert compiled_kernels < eager_kernels, f"fusion: {compiled_kernels} kernels compiled, {eager_kernels} eager"
     assert spread["geomean"] > 1.0, f"compiled inference should be faster on average, geomean {spread['geomean']:.2f}x"
     assert work["geomean"] > 1.0, f"compiled inference should do less GPU work on average, {work['geomean']:.2f}x"
+
+# --8<-- [start:host-drift]
+yardstick_after = host_yardstick.measure()
+for label, key in (("a small op (eager)", "small_op_us"), ("a small compiled call", "small_compiled_call_us")):
+    before, after = yardstick_before[key]["median"], yardstick_after[key]["median"]
+    print(f"{label:22} {before:6.1f} us before the first model, {after:6.1f} us after the last ({after / before:.2f}x)")
+resnet = next(r for r in rows if r["name"] == "ResNet-50")
+for side, key in (("eager", "small_op_us"), ("compiled", "small_compiled_call_us")):
+    host_us = 1e3 * resnet[f"{side}_host_ms"]
+    units = f"{host_us / yardstick_before[key]['median']:.0f} and {host_us / yardstick_after[key]['median']:.0f}"
+    print(f"ResNet-50 {side:8} host {resnet[f'{side}_host_ms']:5.2f} ms: {units} of its yardstick's calls, "
+          f"at the rate before and after")  # fmt: skip
+# --8<-- [end:host-drift]
 
 # --8<-- [start:attribution]
 _harness.print_attributions(rows)
