@@ -8,6 +8,7 @@ device's outputs live, so nothing more needs committing for it.)
 import pytest
 
 from execdocs import store
+from execdocs.examples import all_examples
 from execdocs.pages import all_references, default_device, problem
 
 SHOWN = list(
@@ -25,3 +26,38 @@ def test_committed_output_is_fresh(reference, device):
     message = problem(reference, device, store.load_committed(reference.example, device), can_run_here=False)
     if message:
         pytest.fail(message, pytrace=False)
+
+
+# A GPU recording made before the runner measured the host yardstick, with what to do about it; the list only shrinks.
+RECORDED_BEFORE_THE_YARDSTICK = {
+    "benchmarking/memory": "record it again on the GPU and pair it with this recording (--first-run)",
+}
+HOST_KEYS = ("host", "host_small_op_us", "host_small_compiled_call_us")
+
+
+def host_gaps(stamp: dict) -> list[str]:
+    return [key for key in HOST_KEYS if key not in stamp]
+
+
+GPU_RECORDINGS = [
+    (example, result) for example in all_examples() if (result := store.load_committed(example, "cuda")) is not None
+]
+
+
+@pytest.mark.parametrize(("example", "result"), GPU_RECORDINGS, ids=[example.name for example, _ in GPU_RECORDINGS])
+def test_a_gpu_recording_names_its_host_and_its_yardstick(example, result):
+    """A launch-bound time can't be read without the host it ran on (docs/benchmarking/host.md)."""
+    missing = host_gaps(result.stamp)
+    if example.name in RECORDED_BEFORE_THE_YARDSTICK:
+        assert missing, f"{example.name} now carries the yardstick: take it off RECORDED_BEFORE_THE_YARDSTICK"
+        return
+    assert not missing, (
+        f"{store.committed_path(example, 'cuda')}: its stamp lacks {', '.join(missing)}; record it again on the GPU "
+        "with `nox -s record` (the runner adds them)"
+    )
+
+
+def test_a_planted_gpu_stamp_without_the_yardstick_is_found():
+    host_only = {"gpu": "NVIDIA H100 80GB HBM3", "host": "Intel(R) Xeon(R) Processor, 16 cores"}
+    assert host_gaps(host_only) == ["host_small_op_us", "host_small_compiled_call_us"]
+    assert host_gaps({**host_only, "host_small_op_us": "6.8", "host_small_compiled_call_us": "27.6"}) == []
