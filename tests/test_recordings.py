@@ -28,10 +28,6 @@ def test_committed_output_is_fresh(reference, device):
         pytest.fail(message, pytrace=False)
 
 
-# A GPU recording made before the runner measured the host yardstick, with what to do about it; the list only shrinks.
-RECORDED_BEFORE_THE_YARDSTICK = {
-    "benchmarking/memory": "record it again on the GPU and pair it with this recording (--first-run)",
-}
 HOST_KEYS = ("host", "host_small_op_us", "host_small_compiled_call_us")
 
 
@@ -48,9 +44,6 @@ GPU_RECORDINGS = [
 def test_a_gpu_recording_names_its_host_and_its_yardstick(example, result):
     """A launch-bound time can't be read without the host it ran on (docs/benchmarking/host.md)."""
     missing = host_gaps(result.stamp)
-    if example.name in RECORDED_BEFORE_THE_YARDSTICK:
-        assert missing, f"{example.name} now carries the yardstick: take it off RECORDED_BEFORE_THE_YARDSTICK"
-        return
     assert not missing, (
         f"{store.committed_path(example, 'cuda')}: its stamp lacks {', '.join(missing)}; record it again on the GPU "
         "with `nox -s record` (the runner adds them)"

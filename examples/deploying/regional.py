@@ -31,7 +31,7 @@ def job(mode: str, artifacts: str) -> None:
     from deploying import _model
 
     # Inductor tests which vector instructions the CPU's C++ can use by building programs
-    # (docs/deploying/aoti.md, "Where the load time goes"); time those builds, once per process
+    # (see the page "Loading an AOTInductor package", "Where the load time goes"); time those builds, once per process
     probe_s = []
     build = cpu_vec_isa.VecISA.check_build
 
