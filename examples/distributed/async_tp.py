@@ -11,11 +11,12 @@ import re
 import statistics
 import sys
 import time
+from unittest import mock
 
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
-from torch._inductor.utils import run_and_get_code
+from torch._inductor.graph import GraphLowering
 from torch.distributed._symmetric_memory import enable_symm_mem_for_group, is_symm_mem_enabled_for_group
 
 from distributed import _ranks, _steps_on_ranks
@@ -44,6 +45,16 @@ def mlp_pipelined(x_shard, w_up, w_down):
 # --8<-- [end:sequence-parallel-mlp]
 
 
+def first_call_and_code(compiled, *args) -> str:
+    """Call `compiled` once and return the output code Inductor wrote for it. Not `run_and_get_code`: that resets
+    Dynamo first, which would throw away the other function's compiled code and compile it again, under the
+    settings of the moment, at its next call."""
+    codes = []
+    with mock.patch.object(GraphLowering, "save_output_code", codes.append):  # the hook run_and_get_code uses
+        compiled(*args)
+    return codes[0]
+
+
 def calls_of(code: str) -> dict[str, int]:
     """How often the output code calls each fused operator, and the plain collectives."""
     names = (*FUSED_OPS, "all_gather_into_tensor", "reduce_scatter_tensor")
@@ -66,7 +77,7 @@ def measure(width: int, world_size: int) -> dict:
     # --8<-- [start:plain]
     torch._inductor.config._micro_pipeline_tp = False  # the default
     plain = torch.compile(mlp)
-    _, plain_code = run_and_get_code(plain, x_shard, w_up, w_down)
+    plain_code = first_call_and_code(plain, x_shard, w_up, w_down)
     # --8<-- [end:plain]
 
     def stack(compiled):
@@ -82,13 +93,13 @@ def measure(width: int, world_size: int) -> dict:
     enable_symm_mem_for_group(dist.group.WORLD.group_name)  # the fused operators exchange through it
     torch._inductor.config._micro_pipeline_tp = True
     pipelined = torch.compile(mlp_pipelined)
-    _, pipelined_code = run_and_get_code(pipelined, x_shard, w_up, w_down)
+    pipelined_code = first_call_and_code(pipelined, x_shard, w_up, w_down)
     # --8<-- [end:turn-on]
     reference = plain(x_shard, w_up, w_down)
     difference = ((pipelined(x_shard, w_up, w_down) - reference).abs().max() / reference.abs().max()).item()
     steps = {"plain": stack(plain), "pipelined": stack(pipelined)}
     times = _steps_on_ranks.paired(steps, ROUNDS)
-    result = {"difference": difference, "code": {"plain": plain_code[0], "pipelined": pipelined_code[0]}}
+    result = {"difference": difference, "code": {"plain": plain_code, "pipelined": pipelined_code}}
     if before is not None:
         result["plain, before symmetric memory"] = before
     for name, step in steps.items():
@@ -96,9 +107,24 @@ def measure(width: int, world_size: int) -> dict:
             "gpu_ms": _steps_on_ranks.round_medians(times[name], 1),
             "host_ms": _steps_on_ranks.round_medians(times[name], 0),
             "activities": activities(_steps_on_ranks.kernels(step)),
+            "host_ops": host_ops(step),
             "calls": calls_of(result["code"][name]),
         }
     return result
+
+
+def host_ops(step) -> list:
+    """[name, calls, ms] of one profiled step's operators and CUDA runtime calls on the host, summed by name, by
+    their own time (self time, without the calls they make), the longest first: where the host's time goes."""
+    from torch.profiler import ProfilerActivity, profile
+
+    dist.barrier()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        step()
+    torch.cuda.synchronize()
+    summed = sorted(prof.key_averages(), key=lambda event: -event.self_cpu_time_total)
+    return [[event.key, event.count, event.self_cpu_time_total / 1e3] for event in summed[:6]]
 
 
 def activities(spans: list) -> list:
@@ -131,8 +157,16 @@ for result in widths.values():
     calls = {name: result[name]["calls"] for name in ("plain", "pipelined")}
     assert calls["plain"]["fused_all_gather_matmul"] == 0 and calls["plain"]["all_gather_into_tensor"] > 0
     assert calls["pipelined"]["fused_all_gather_matmul"] == 1, "the all-gather and the product reading it: one op"
+    profiled = {name: [kernel for _, kernel, _ in result[name]["activities"]] for name in ("plain", "pipelined")}
+    assert any(kernel.startswith("ncclDevKernel_AllGather") for kernel in profiled["plain"]), "plain: still NCCL's"
+    assert not any("nccl" in kernel for kernel in profiled["pipelined"]), "pipelined: no NCCL kernel"
 worst = max(result["difference"] for rank in ranks for result in rank.values())
 assert worst < 0.02, "the same result, within bfloat16's rounding"
+
+
+def plain_over_pipelined(result: dict) -> list[float]:
+    """The plain step's GPU ms over the pipelined one's, round by round (the two ran back to back), sorted."""
+    return sorted(p / q for p, q in zip(result["plain"]["gpu_ms"], result["pipelined"]["gpu_ms"], strict=True))
 
 
 # --8<-- [start:time]
@@ -145,7 +179,7 @@ print(f"{LAYERS} calls of the MLP a step, {TOKENS} tokens, bfloat16; ms per step
 print(f"{'width':>6}{'plain':>21}{'pipelined':>21}{'plain / pipelined, per round':>32}"
       f"{'host, plain | pipelined':>25}")  # fmt: skip
 for width, result in widths.items():
-    ratios = sorted(p / q for p, q in zip(result["plain"]["gpu_ms"], result["pipelined"]["gpu_ms"], strict=True))
+    ratios = plain_over_pipelined(result)
     host = [statistics.median(result[name]["host_ms"]) for name in ("plain", "pipelined")]
     print(f"{width:>6}{cell(result['plain']['gpu_ms']):>21}{cell(result['pipelined']['gpu_ms']):>21}"
           f"{statistics.median(ratios):>17.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
@@ -155,6 +189,11 @@ print(f"width {WIDTHS[0]}, plain, before symmetric memory is enabled (its rounds
       f"{cell(before['gpu_ms'])}, host {statistics.median(before['host_ms']):.2f}")  # fmt: skip
 print(f"largest difference between the two outputs, relative to the largest value, any rank, any width: {worst:.1e}")
 # --8<-- [end:time]
+wide, narrow = (widths[str(width)] for width in WIDTHS)
+assert statistics.median(plain_over_pipelined(wide)) > 1.05, "wide: the pipelined step is faster"
+assert statistics.median(plain_over_pipelined(narrow)) < 1, "narrow: the pipelined step is slower"
+host = {name: statistics.median(narrow[name]["host_ms"]) for name in ("plain", "pipelined")}
+assert host["pipelined"] > 1.5 * host["plain"], "narrow: the fused operators cost the host more than the collectives"
 
 # --8<-- [start:activities]
 for width, result in widths.items():
@@ -163,6 +202,13 @@ for width, result in widths.items():
         for lane, kernel, ms in result[name]["activities"][:6]:
             print(f"  {ms:7.2f}  {kernel} ({lane})")
 # --8<-- [end:activities]
+
+# --8<-- [start:host-ops]
+for name in ("plain", "pipelined"):
+    print(f"width {WIDTHS[1]}, {name}: one profiled step's host time on rank 0, ms of self time summed by name (calls)")
+    for op, calls, ms in widths[str(WIDTHS[1])][name]["host_ops"]:
+        print(f"  {ms:7.2f}  {op} ({calls})")
+# --8<-- [end:host-ops]
 
 # --8<-- [start:took]
 print(f"this example ran in {time.perf_counter() - started:.0f} s")
