@@ -195,6 +195,16 @@ assert statistics.median(plain_over_pipelined(narrow)) < 1, "narrow: the pipelin
 host = {name: statistics.median(narrow[name]["host_ms"]) for name in ("plain", "pipelined")}
 assert host["pipelined"] > 1.5 * host["plain"], "narrow: the fused operators cost the host more than the collectives"
 
+# --8<-- [start:ranks]
+print("ms per step, median of the rounds, on each rank: GPU | host (the host's time to enqueue the step)")
+for width in widths:
+    for name in ("plain", "pipelined"):
+        medians = [(statistics.median(r[width][name]["gpu_ms"]), statistics.median(r[width][name]["host_ms"]))
+                   for r in ranks]  # fmt: skip
+        cells = [f"rank {rank}: {gpu:6.2f} | {host:6.2f}" for rank, (gpu, host) in enumerate(medians)]
+        print(f"  width {width:>5}, {name:<10}" + "    ".join(cells))
+# --8<-- [end:ranks]
+
 # --8<-- [start:activities]
 for width, result in widths.items():
     for name in [name for name in result if name.startswith(("plain", "pipelined"))]:
